@@ -1,0 +1,11 @@
+import type { Migration } from 'kysely';
+import * as accounts from './2026_11_22_0_accounts.js';
+
+/**
+ * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
+ * so the same list works under tsx, vitest and the compiled build. Append-only: a landed
+ * migration is never edited; test/migrations.test.ts checks every file here is listed.
+ */
+export const postgresMigrations: Record<string, Migration> = {
+  '2026_11_22_0_accounts': accounts,
+};

@@ -1,0 +1,54 @@
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createChdbConnection } from 'chdb/connection';
+
+/** Where ClickHouse lives: a server over HTTP, or chdb inside this process on a folder. */
+export type ClickHouseTarget =
+  | { readonly kind: 'http'; readonly url: string }
+  | { readonly kind: 'chdb'; readonly path: string };
+
+/**
+ * A ClickHouse client bound to one database. chdb's connection ignores the client's `database`
+ * option, so every statement names its tables through `table()`; the same SQL then runs on chdb
+ * and on a ClickHouse server.
+ */
+export interface ClickHouse {
+  readonly client: ClickHouseClient;
+  readonly database: string;
+  /** Backquoted `database`.`name`. */
+  table(name: string): string;
+  close(): Promise<void>;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function createClickHouse(target: ClickHouseTarget, database: string): ClickHouse {
+  if (!IDENTIFIER.test(database)) throw new Error(`invalid ClickHouse database name: ${database}`);
+  const settings = {
+    // 64-bit integers (micro-USD amounts) as JSON strings, never as lossy doubles. A server
+    // defaults to this; chdb does not.
+    output_format_json_quote_64bit_integers: 1,
+  } as const;
+  const client =
+    target.kind === 'http'
+      ? createClient({ url: target.url, clickhouse_settings: settings, request_timeout: 30_000 })
+      : createClient({ connection: chdbConnection(target.path), clickhouse_settings: settings });
+  return {
+    client,
+    database,
+    table: (name) => {
+      if (!IDENTIFIER.test(name)) throw new Error(`invalid ClickHouse table name: ${name}`);
+      return `\`${database}\`.\`${name}\``;
+    },
+    close: () => client.close(),
+  };
+}
+
+type ClientConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
+
+/**
+ * chdb implements the Connection interface of @clickhouse/client-common, which @clickhouse/client
+ * also bundles as its own copy: structurally the same, nominally two types.
+ */
+function chdbConnection(path: string): ClientConnection {
+  return createChdbConnection({ path }) as unknown as ClientConnection;
+}

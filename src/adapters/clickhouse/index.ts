@@ -1,0 +1,2 @@
+export { createClickHouse, type ClickHouse, type ClickHouseTarget } from './clickhouse.js';
+export { migrateClickHouse, loadClickHouseMigrations, splitStatements } from './migrator.js';

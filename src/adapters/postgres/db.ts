@@ -1,0 +1,42 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from './database.js';
+
+const INT8_OID = 20;
+
+/**
+ * Money is bigint micro-USD end to end: int8 columns come back as `bigint`, never as a lossy
+ * number or a string. Set per pool so nothing global changes for other pg users in the process.
+ */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID && format !== 'binary'
+      ? (value: string) => BigInt(value)
+      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+export interface DbOptions {
+  /** Pool size; Postgres connections are cheap here, but each role needs only a few. */
+  max?: number;
+  applicationName?: string;
+}
+
+export type Db = Kysely<Database>;
+
+export function createPool(url: string, options: DbOptions = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'ledgerfeed',
+    connectionTimeoutMillis: 5_000,
+    types,
+  });
+  // An idle client losing its server (Postgres restarted) emits here; without a listener that
+  // error would crash the process. The next query reconnects.
+  pool.on('error', () => {});
+  return pool;
+}
+
+export function createDb(url: string, options: DbOptions = {}): Db {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: createPool(url, options) }) });
+}

@@ -1,0 +1,1 @@
+export { createRedis, type RedisRole } from './redis.js';

@@ -1,0 +1,57 @@
+import SchemaBuilder from '@pothos/core';
+import DataloaderPlugin from '@pothos/plugin-dataloader';
+import ErrorsPlugin from '@pothos/plugin-errors';
+import RelayPlugin from '@pothos/plugin-relay';
+import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
+import type { GraphQLContext } from './context.js';
+
+/**
+ * The Pothos builder. Plugins chosen for what the schema needs: scope-auth (API key scopes and
+ * roles, checked the same way as REST), relay (cursor connections for feed and histories),
+ * dataloader (one batched query per type per request), errors (AppError as typed results).
+ * Scope-auth goes first so authorization runs before any other plugin's resolver wrapping.
+ */
+export const builder = new SchemaBuilder<{
+  Context: GraphQLContext;
+  AuthScopes: {
+    authenticated: boolean;
+    read: boolean;
+    post: boolean;
+    engage: boolean;
+    send: boolean;
+    finance: boolean;
+    admin: boolean;
+  };
+  Scalars: {
+    DateTime: { Input: Date; Output: Date };
+  };
+  DefaultFieldNullability: false;
+}>({
+  plugins: [ScopeAuthPlugin, ErrorsPlugin, RelayPlugin, DataloaderPlugin],
+  defaultFieldNullability: false,
+  scopeAuth: {
+    authScopes: (ctx) => ({
+      authenticated: ctx.viewer !== null,
+      read: ctx.viewer?.scopes.has('read') ?? false,
+      post: ctx.viewer?.scopes.has('post') ?? false,
+      engage: ctx.viewer?.scopes.has('engage') ?? false,
+      send: ctx.viewer?.scopes.has('send') ?? false,
+      finance: ctx.viewer?.role === 'finance' || ctx.viewer?.role === 'admin',
+      admin: ctx.viewer?.role === 'admin',
+    }),
+  },
+  relay: {},
+  errors: { defaultTypes: [] },
+});
+
+builder.queryType({});
+
+builder.scalarType('DateTime', {
+  description: 'An instant, serialised as an ISO 8601 string in UTC.',
+  serialize: (value) => value.toISOString(),
+  parseValue: (value) => {
+    const date = typeof value === 'string' ? new Date(value) : new Date(Number.NaN);
+    if (Number.isNaN(date.getTime())) throw new TypeError('DateTime must be an ISO 8601 string');
+    return date;
+  },
+});

@@ -1,0 +1,56 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { HealthReport } from '../domain/health/health.service.js';
+
+export interface Metrics {
+  registry: Registry;
+  httpRequests: Histogram<'method' | 'route' | 'status'>;
+  dependencyUp: Gauge<'dependency'>;
+  dependencyLatency: Gauge<'dependency'>;
+  healthChecks: Counter<'status'>;
+  recordHealth(report: HealthReport): void;
+}
+
+/** A registry per process (not prom-client's global one) so tests can build several servers. */
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'ledgerfeed_' });
+  const httpRequests = new Histogram({
+    name: 'ledgerfeed_http_request_duration_seconds',
+    help: 'HTTP request duration by route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const dependencyUp = new Gauge({
+    name: 'ledgerfeed_dependency_up',
+    help: '1 when the last health probe of the dependency succeeded, else 0',
+    labelNames: ['dependency'] as const,
+    registers: [registry],
+  });
+  const dependencyLatency = new Gauge({
+    name: 'ledgerfeed_dependency_latency_seconds',
+    help: 'Round-trip of the last health probe of the dependency',
+    labelNames: ['dependency'] as const,
+    registers: [registry],
+  });
+  const healthChecks = new Counter({
+    name: 'ledgerfeed_health_checks_total',
+    help: 'Health checks run, by overall result',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  });
+  return {
+    registry,
+    httpRequests,
+    dependencyUp,
+    dependencyLatency,
+    healthChecks,
+    recordHealth: (report) => {
+      healthChecks.inc({ status: report.status });
+      for (const d of report.dependencies) {
+        dependencyUp.set({ dependency: d.name }, d.status === 'up' ? 1 : 0);
+        dependencyLatency.set({ dependency: d.name }, d.latencyMs / 1000);
+      }
+    },
+  };
+}

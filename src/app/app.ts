@@ -1,0 +1,85 @@
+import { sql } from 'kysely';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapters/clickhouse/index.js';
+import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
+import { createRedis } from '../adapters/redis/index.js';
+import type { ApiDeps } from '../api/api-deps.js';
+import { createMetrics, type Metrics } from '../api/metrics.js';
+import type { Config } from '../config/index.js';
+import type { Devstack } from '../devstack/index.js';
+import { checkHealth, type HealthReport, type Probe } from '../domain/health/health.service.js';
+
+/** Every long-lived client a process holds, built once from the resolved stack. */
+export interface App extends ApiDeps {
+  config: Config;
+  logger: Logger;
+  stack: Devstack;
+  db: Db;
+  redis: Redis;
+  clickhouse: ClickHouse;
+  metrics: Metrics;
+  checkHealth(): Promise<HealthReport>;
+  migrate(): Promise<{ postgres: string[]; clickhouse: string[] }>;
+  close(): Promise<void>;
+}
+
+const HEALTH_TIMEOUT_MS = 2_000;
+
+export function openApp(config: Config, logger: Logger, stack: Devstack): App {
+  const db = createDb(stack.postgres.url);
+  const redis = createRedis(stack.redis.url, 'client');
+  const clickhouse = createClickHouse(stack.clickhouse, config.CLICKHOUSE_DATABASE);
+  const metrics = createMetrics();
+
+  const probes: Array<{ name: string; source: string; probe: Probe }> = [
+    { name: 'postgres', source: stack.postgres.source, probe: () => sql`SELECT 1`.execute(db) },
+    { name: 'redis', source: stack.redis.source, probe: () => redis.ping() },
+    {
+      name: 'clickhouse',
+      source: stack.clickhouse.kind === 'chdb' ? 'embedded' : 'external',
+      probe: async () => {
+        // ping() reports failure in its result instead of throwing.
+        const result = await clickhouse.client.ping();
+        if (!result.success) throw result.error;
+      },
+    },
+  ];
+  if (stack.solana.kind === 'rpc') {
+    const rpcUrl = stack.solana.rpcUrl;
+    probes.push({ name: 'solana', source: 'external', probe: () => solanaGetHealth(rpcUrl) });
+  }
+
+  return {
+    config,
+    logger,
+    stack,
+    db,
+    redis,
+    clickhouse,
+    metrics,
+    checkHealth: async () => {
+      const report = await checkHealth({ probes, timeoutMs: HEALTH_TIMEOUT_MS });
+      metrics.recordHealth(report);
+      return report;
+    },
+    migrate: async () => {
+      const postgres = await migratePostgres(db);
+      const ch = await migrateClickHouse(clickhouse);
+      return { postgres: postgres.applied, clickhouse: ch.applied };
+    },
+    close: async () => {
+      await Promise.allSettled([db.destroy(), redis.quit(), clickhouse.close()]);
+    },
+  };
+}
+
+async function solanaGetHealth(rpcUrl: string): Promise<void> {
+  const response = await fetch(rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getHealth' }),
+  });
+  const body = (await response.json()) as { result?: string; error?: { message: string } };
+  if (body.result !== 'ok') throw new Error(body.error?.message ?? `getHealth answered ${JSON.stringify(body)}`);
+}

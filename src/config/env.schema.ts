@@ -1,0 +1,71 @@
+import { z } from 'zod';
+
+/**
+ * Every environment variable Ledgerfeed reads, with its default. The README's variable table and
+ * docker-compose.yml are checked against this object by test/config.test.ts: add a variable here
+ * first, then document it there.
+ */
+const url = (protocols: readonly string[]) =>
+  z
+    .string()
+    .trim()
+    .refine(
+      (value) => {
+        try {
+          return protocols.includes(new URL(value).protocol);
+        } catch {
+          return false;
+        }
+      },
+      { message: `expected a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
+    );
+
+const port = z.coerce
+  .number({ message: 'expected a port number' })
+  .int({ message: 'expected an integer port from 1 to 65535' })
+  .min(1, { message: 'expected an integer port from 1 to 65535' })
+  .max(65535, { message: 'expected an integer port from 1 to 65535' });
+
+/** An empty string counts as unset, as a shell `VAR=` or a blank compose entry means. */
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
+
+export const envSchema = z.object({
+  NODE_ENV: z
+    .enum(['development', 'test', 'production'], { message: 'expected development, test or production' })
+    .default('development'),
+  /** HTTP port of the API role (REST, GraphQL, /healthz, /metrics). */
+  PORT: port.default(3000),
+  /** Interface the API binds to; compose sets 0.0.0.0 inside containers. */
+  HOST: z.string().trim().min(1).default('127.0.0.1'),
+  /** Folder for everything the embedded services keep: postgres/, clickhouse/, redis/, stack.json. */
+  DATA_DIR: z.string().trim().min(1, { message: 'expected a folder path' }).default('.data'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      message: 'expected one of fatal, error, warn, info, debug, trace, silent',
+    })
+    .default('info'),
+  /** Unset: embedded Postgres under DATA_DIR/postgres. */
+  DATABASE_URL: optional(url(['postgres:', 'postgresql:'])),
+  /** Unset: 127.0.0.1:6379 if it answers, else redis-server from PATH on a free port. */
+  REDIS_URL: optional(url(['redis:', 'rediss:'])),
+  /** Prefix of every Redis key and BullMQ queue this deployment owns (no ':' — BullMQ rule). */
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,32}$/, { message: 'expected 1-32 letters, digits, - or _' })
+    .default('lf'),
+  /** Unset: embedded ClickHouse (chdb) under DATA_DIR/clickhouse. */
+  CLICKHOUSE_URL: optional(url(['http:', 'https:'])),
+  CLICKHOUSE_DATABASE: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, { message: 'expected a lowercase identifier (a-z, 0-9, _)' })
+    .default('ledgerfeed'),
+  /** Unset: the embedded localnet (arrives with the localnet issue). */
+  SOLANA_RPC_URL: optional(url(['http:', 'https:'])),
+  /** Unset: derived from SOLANA_RPC_URL (port + 1, ws:// or wss://), as web3.js does. */
+  SOLANA_WS_URL: optional(url(['ws:', 'wss:'])),
+  /** Port of the embedded localnet's JSON-RPC; its WebSocket listens on the next port. */
+  LOCALNET_PORT: port.default(8899),
+});
+
+export type Env = z.infer<typeof envSchema>;

@@ -1,0 +1,94 @@
+import path from 'node:path';
+import type { Config } from '../config/index.js';
+import type { ClickHouseTarget } from '../adapters/clickhouse/clickhouse.js';
+import { resolveClickHouse } from './clickhouse.devstack.js';
+import { startEmbeddedPostgres } from './postgres.devstack.js';
+import { redisAnswers, startLocalRedis } from './redis.devstack.js';
+import { noStop, type ServiceHandle } from './service-handle.js';
+import { resolveSolana, type SolanaTarget } from './solana.devstack.js';
+import { clearStackState, readLiveStackState, writeStackState, type StackState } from './state-file.js';
+import { postgresAnswers } from './postgres-probe.js';
+
+export interface Devstack {
+  readonly postgres: ServiceHandle;
+  readonly redis: ServiceHandle;
+  readonly clickhouse: ClickHouseTarget;
+  readonly solana: SolanaTarget;
+  /** Records what this process owns in DATA_DIR/stack.json (with the API URL once it listens). */
+  publish(extra: { api?: string }): void;
+  /** Stops what this process started, in reverse order. */
+  stop(): Promise<void>;
+}
+
+export interface DevstackOptions {
+  /** Keep embedded data on stop: true for `npm start`, false for tests. */
+  persistent: boolean;
+  /** Name of the application database inside an embedded Postgres. */
+  database?: string;
+}
+
+/**
+ * Resolves every backing service: the URL from the environment when set, else the one a running
+ * Ledgerfeed with the same DATA_DIR already owns, else an embedded one started here. The rest of
+ * the application only ever sees URLs and never knows which case it got.
+ */
+export async function startDevstack(config: Config, options: DevstackOptions): Promise<Devstack> {
+  const shared = readLiveStackState(config.dataDir);
+  const started: ServiceHandle[] = [];
+  const stopStarted = async () => {
+    for (const service of started.reverse()) await service.stop();
+  };
+
+  try {
+    const postgres = await resolveService(config.DATABASE_URL, shared?.postgres, postgresAnswers, () =>
+      startEmbeddedPostgres({
+        dir: path.join(config.dataDir, 'postgres'),
+        database: options.database ?? 'ledgerfeed',
+        persistent: options.persistent,
+      }),
+    );
+    if (postgres.source === 'embedded') started.push(postgres);
+
+    const redis = await resolveService(config.REDIS_URL, shared?.redis, redisAnswers, () =>
+      startLocalRedis({ dir: path.join(config.dataDir, 'redis'), persistent: options.persistent }),
+    );
+    if (redis.source === 'embedded') started.push(redis);
+
+    const clickhouse = resolveClickHouse(config.CLICKHOUSE_URL, config.dataDir, shared);
+    const solana = resolveSolana(config.SOLANA_RPC_URL, config.SOLANA_WS_URL);
+
+    return {
+      postgres,
+      redis,
+      clickhouse,
+      solana,
+      publish: (extra) => {
+        const state: StackState = { pid: process.pid, startedAt: new Date().toISOString(), ...extra };
+        if (postgres.source === 'embedded') state.postgres = postgres.url;
+        if (redis.source === 'embedded') state.redis = redis.url;
+        if (clickhouse.kind === 'chdb') state.chdbPath = clickhouse.path;
+        writeStackState(config.dataDir, state);
+      },
+      stop: async () => {
+        clearStackState(config.dataDir);
+        await stopStarted();
+      },
+    };
+  } catch (error) {
+    await stopStarted();
+    throw error;
+  }
+}
+
+async function resolveService(
+  fromEnv: string | undefined,
+  fromSharedStack: string | undefined,
+  answers: (url: string) => Promise<boolean>,
+  startEmbedded: () => Promise<ServiceHandle>,
+): Promise<ServiceHandle> {
+  if (fromEnv) return { url: fromEnv, source: 'external', stop: noStop };
+  if (fromSharedStack && (await answers(fromSharedStack))) {
+    return { url: fromSharedStack, source: 'shared', stop: noStop };
+  }
+  return startEmbedded();
+}

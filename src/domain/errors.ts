@@ -1,0 +1,27 @@
+/**
+ * The kinds of failure a service can report. Transports map each code to one HTTP status and one
+ * GraphQL extension (src/api/error-map.ts); services never choose status codes themselves.
+ */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'insufficient_funds'
+  | 'rate_limited'
+  | 'unavailable'
+  | 'internal';
+
+export class AppError extends Error {
+  override name = 'AppError';
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra machine-readable facts (for example `retryAfterSeconds` for rate_limited). */
+    readonly details: Readonly<Record<string, unknown>> = {},
+  ) {
+    super(message);
+  }
+}

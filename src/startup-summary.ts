@@ -1,0 +1,47 @@
+import path from 'node:path';
+import type { RunningService } from './service.js';
+
+/** Hides the password of a connection URL before it is printed. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+/** The block `npm start` prints: where everything is, and what backs it. */
+export function startupSummary(service: RunningService): string {
+  const { stack, config } = service.app;
+  const rel = (p: string) => path.relative(process.cwd(), p) || '.';
+  const rows: Array<[string, string]> = [];
+  if (service.apiUrl) {
+    rows.push(['REST', `${service.apiUrl}/api/v1`]);
+    rows.push(['GraphQL', `${service.apiUrl}/graphql`]);
+    rows.push(['Health', `${service.apiUrl}/healthz`]);
+    rows.push(['Metrics', `${service.apiUrl}/metrics`]);
+  }
+  rows.push(['Postgres', `${stack.postgres.source.padEnd(9)}${redactUrl(stack.postgres.url)}`]);
+  rows.push(['Redis', `${stack.redis.source.padEnd(9)}${redactUrl(stack.redis.url)}`]);
+  rows.push([
+    'ClickHouse',
+    stack.clickhouse.kind === 'chdb'
+      ? `${'embedded'.padEnd(9)}chdb in ${rel(stack.clickhouse.path)} (database ${config.CLICKHOUSE_DATABASE})`
+      : `${'external'.padEnd(9)}${redactUrl(stack.clickhouse.url)} (database ${config.CLICKHOUSE_DATABASE})`,
+  ]);
+  rows.push([
+    'Solana',
+    stack.solana.kind === 'rpc' ? `${'external'.padEnd(9)}${stack.solana.rpcUrl}` : `${'none'.padEnd(9)}${stack.solana.reason}`,
+  ]);
+  for (const role of service.roles) {
+    if (role.name !== 'api') rows.push([`${role.name} role`, role.summary.join('; ')]);
+  }
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return [
+    `Ledgerfeed is running (roles: ${service.roles.map((r) => r.name).join(', ')}; data in ${rel(config.dataDir)})`,
+    ...rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`),
+    'Press Ctrl-C to stop.',
+  ].join('\n');
+}

@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import pg from 'pg';
+import pino from 'pino';
+import { inject } from 'vitest';
+import type { ClickHouseTarget } from '../../src/adapters/clickhouse/index.js';
+import { openApp, type App } from '../../src/app/app.js';
+import { loadConfig, type Config } from '../../src/config/index.js';
+import type { Devstack } from '../../src/devstack/index.js';
+import { databaseUrl } from './urls.js';
+
+export interface TestEnv {
+  app: App;
+  config: Config;
+  /** Unique per test file: database names, Redis prefix, ClickHouse database. */
+  id: string;
+  close(): Promise<void>;
+}
+
+const noStop = async () => {};
+
+/**
+ * An isolated world for one test file: its own Postgres database (copied from the migrated
+ * template), its own Redis key prefix and its own ClickHouse database (migrated here), all removed
+ * by close().
+ */
+export async function openTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
+  const id = `t${randomBytes(5).toString('hex')}`;
+  const serverUrl = inject('postgresUrl');
+  await withAdmin(serverUrl, (admin) =>
+    admin.query(
+      `CREATE DATABASE ${pg.escapeIdentifier(id)} TEMPLATE ${pg.escapeIdentifier(inject('postgresTemplate'))}`,
+    ),
+  );
+
+  const clickhouseUrl = inject('clickhouseUrl');
+  const clickhouse: ClickHouseTarget = clickhouseUrl
+    ? { kind: 'http', url: clickhouseUrl }
+    : // chdb: one folder per test process (vitest forks), one database per file.
+      { kind: 'chdb', path: path.join(inject('dataRoot'), `chdb-${process.pid}`) };
+
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATA_DIR: path.join(inject('dataRoot'), id),
+    DATABASE_URL: databaseUrl(serverUrl, id),
+    REDIS_URL: inject('redisUrl'),
+    REDIS_PREFIX: id,
+    CLICKHOUSE_DATABASE: id,
+    ...(clickhouseUrl ? { CLICKHOUSE_URL: clickhouseUrl } : {}),
+    ...overrides,
+  });
+  const stack: Devstack = {
+    postgres: { url: config.DATABASE_URL ?? '', source: 'external', stop: noStop },
+    redis: { url: inject('redisUrl'), source: 'external', stop: noStop },
+    clickhouse,
+    solana: { kind: 'none', reason: 'tests without a chain' },
+    publish: () => {},
+    stop: noStop,
+  };
+  const app = openApp(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), stack);
+  await app.migrate();
+
+  return {
+    app,
+    config,
+    id,
+    close: async () => {
+      await app.clickhouse.client.command({ query: `DROP DATABASE IF EXISTS \`${id}\`` });
+      const keys = await app.redis.keys(`${id}:*`);
+      if (keys.length > 0) await app.redis.del(...keys);
+      await app.close();
+      await withAdmin(serverUrl, (admin) =>
+        admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(id)} WITH (FORCE)`),
+      );
+    },
+  };
+}
+
+async function withAdmin<T>(serverUrl: string, run: (admin: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: databaseUrl(serverUrl, 'postgres') });
+  await admin.connect();
+  try {
+    return await run(admin);
+  } finally {
+    await admin.end();
+  }
+}

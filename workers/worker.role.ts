@@ -1,0 +1,42 @@
+import { Worker, type Processor } from 'bullmq';
+import type { App } from '../src/app/app.js';
+import { createRedis } from '../src/adapters/redis/index.js';
+import type { RunningRole } from './role.js';
+
+/** A BullMQ queue served by the worker role. */
+export interface QueueProcessor {
+  queue: string;
+  concurrency: number;
+  process: Processor;
+}
+
+/**
+ * The worker role: one BullMQ Worker per registered queue, on a dedicated blocking connection.
+ * The write-path issues register their processors (payments, payouts, events) in `processors`.
+ */
+export function startWorkerRole(app: App, processors: readonly QueueProcessor[]): RunningRole {
+  const log = app.logger.child({ role: 'worker' });
+  const connection = createRedis(app.stack.redis.url, 'worker');
+  const workers = processors.map((p) => {
+    const worker = new Worker(p.queue, p.process, {
+      connection,
+      prefix: app.config.REDIS_PREFIX,
+      concurrency: p.concurrency,
+    });
+    worker.on('failed', (job, error) => log.warn({ queue: p.queue, jobId: job?.id, err: error }, 'job failed'));
+    worker.on('error', (error) => log.error({ queue: p.queue, err: error }, 'worker error'));
+    return worker;
+  });
+  return {
+    name: 'worker',
+    summary:
+      processors.length === 0
+        ? ['no queues registered yet']
+        : processors.map((p) => `queue ${p.queue} (concurrency ${p.concurrency})`),
+    stop: async () => {
+      // close() waits for the jobs in progress to finish: a SIGTERM never cuts a payment in half.
+      await Promise.all(workers.map((w) => w.close()));
+      connection.disconnect();
+    },
+  };
+}

@@ -11,7 +11,8 @@ function parseRoles(argv: string[]): RoleName[] {
   if (!values.only) return [...ROLE_NAMES];
   const requested = values.only.flatMap((v) => v.split(',')).map((v) => v.trim());
   const unknown = requested.filter((r) => !ROLE_NAMES.includes(r as RoleName));
-  if (unknown.length > 0) throw new ConfigError(`--only: unknown role ${unknown.join(', ')} (expected ${ROLE_NAMES.join(', ')})`);
+  if (unknown.length > 0)
+    throw new ConfigError(`--only: unknown role ${unknown.join(', ')} (expected ${ROLE_NAMES.join(', ')})`);
   return requested as RoleName[];
 }
 
@@ -35,13 +36,16 @@ async function main(): Promise<void> {
   const service = await runService(config, logger, roles);
   console.log(startupSummary(service));
 
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const shutdown = (signal: NodeJS.Signals) => {
-    if (stopping) {
+    if (stoppingSince !== undefined) {
+      // Ctrl-C reaches every process of the terminal's group, and `npm start`/tsx relay it as
+      // well: the same keypress can arrive twice. Only a press a second later means "force".
+      if (Date.now() - stoppingSince < 1_000) return;
       logger.warn(`${signal} again: exiting without waiting`);
       process.exit(1);
     }
-    stopping = true;
+    stoppingSince = Date.now();
     logger.info(`${signal}: stopping (a second Ctrl-C forces exit)`);
     service.stop().then(
       () => process.exit(0),

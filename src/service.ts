@@ -21,13 +21,21 @@ export interface RunningService {
  * Stopping reverses the order: roles finish their work first, then clients close, then the
  * embedded servers this process started shut down.
  */
-export async function runService(config: Config, logger: Logger, roles: readonly RoleName[]): Promise<RunningService> {
+export async function runService(
+  config: Config,
+  logger: Logger,
+  roles: readonly RoleName[],
+): Promise<RunningService> {
   const stack = await startDevstack(config, { persistent: true });
   let app: App | undefined;
   const running: RunningRole[] = [];
   const stop = async () => {
     for (const role of running.reverse()) {
-      await role.stop().catch((error: unknown) => logger.error({ err: error, role: role.name }, 'role did not stop cleanly'));
+      await role
+        .stop()
+        .catch((error: unknown) =>
+          logger.error({ err: error, role: role.name }, 'role did not stop cleanly'),
+        );
     }
     await app?.close();
     await stack.stop();
@@ -36,14 +44,17 @@ export async function runService(config: Config, logger: Logger, roles: readonly
   try {
     app = openApp(config, logger, stack);
     const migrated = await app.migrate();
-    if (migrated.postgres.length + migrated.clickhouse.length > 0) logger.info(migrated, 'migrations applied');
+    if (migrated.postgres.length + migrated.clickhouse.length > 0)
+      logger.info(migrated, 'migrations applied');
 
     let apiUrl: string | undefined;
     if (roles.includes('api')) {
       const server = await buildServer(app);
       await server.listen({ port: config.PORT, host: config.HOST }).catch((error: NodeJS.ErrnoException) => {
         if (error.code === 'EADDRINUSE') {
-          throw new Error(`PORT ${config.PORT} on ${config.HOST} is in use: stop what holds it or set PORT`, { cause: error });
+          throw new Error(`PORT ${config.PORT} on ${config.HOST} is in use: stop what holds it or set PORT`, {
+            cause: error,
+          });
         }
         throw error;
       });

@@ -33,7 +33,9 @@ export function startupSummary(service: RunningService): string {
   ]);
   rows.push([
     'Solana',
-    stack.solana.kind === 'rpc' ? `${'external'.padEnd(9)}${stack.solana.rpcUrl}` : `${'none'.padEnd(9)}${stack.solana.reason}`,
+    stack.solana.kind === 'rpc'
+      ? `${'external'.padEnd(9)}${stack.solana.rpcUrl}`
+      : `${'none'.padEnd(9)}${stack.solana.reason}`,
   ]);
   for (const role of service.roles) {
     if (role.name !== 'api') rows.push([`${role.name} role`, role.summary.join('; ')]);

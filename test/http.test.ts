@@ -28,7 +28,10 @@ describe('/healthz', () => {
   test('answers 200 with every dependency up, its latency and its source', async () => {
     const response = await server.inject('/healthz');
     expect(response.statusCode).toBe(200);
-    const body = response.json<{ status: string; dependencies: Record<string, { status: string; latency_ms: number }> }>();
+    const body = response.json<{
+      status: string;
+      dependencies: Record<string, { status: string; latency_ms: number }>;
+    }>();
     expect(body.status).toBe('ok');
     expect(Object.keys(body.dependencies).sort()).toEqual(['clickhouse', 'postgres', 'redis']);
     for (const dependency of Object.values(body.dependencies)) {
@@ -45,7 +48,9 @@ describe('/metrics', () => {
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toMatch(/^text\/plain/);
     expect(response.body).toMatch(/ledgerfeed_dependency_up\{dependency="postgres"\} 1/);
-    expect(response.body).toMatch(/ledgerfeed_http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\}/);
+    expect(response.body).toMatch(
+      /ledgerfeed_http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\}/,
+    );
     expect(response.body).toMatch(/ledgerfeed_process_cpu_seconds_total/);
   });
 });
@@ -58,7 +63,9 @@ describe('GraphQL', () => {
       payload: { query: '{ health { status dependencies { name status } } }' },
     });
     expect(response.statusCode).toBe(200);
-    const { data } = response.json<{ data: { health: { status: string; dependencies: { name: string }[] } } }>();
+    const { data } = response.json<{
+      data: { health: { status: string; dependencies: { name: string }[] } };
+    }>();
     expect(data.health.status).toBe('ok');
     expect(data.health.dependencies.map((d) => d.name).sort()).toEqual(['clickhouse', 'postgres', 'redis']);
   });
@@ -78,7 +85,9 @@ describe('GraphQL', () => {
     });
     // GraphQL over HTTP: 400 for a request that fails validation under the new media type.
     expect(response.statusCode).toBe(400);
-    expect(response.json<{ errors: { message: string }[] }>().errors[0]?.message).toMatch(/Cannot query field "nope"/);
+    expect(response.json<{ errors: { message: string }[] }>().errors[0]?.message).toMatch(
+      /Cannot query field "nope"/,
+    );
   });
 });
 
@@ -92,7 +101,10 @@ describe('REST errors', () => {
   test('an AppError maps to its status and code', async () => {
     const response = await server.inject('/api/v1/__test/app-error');
     expect(response.statusCode).toBe(402);
-    expect(response.json()).toEqual({ error: 'insufficient_funds', message: 'Balance is $0.50; this costs $1.00' });
+    expect(response.json()).toEqual({
+      error: 'insufficient_funds',
+      message: 'Balance is $0.50; this costs $1.00',
+    });
   });
 
   test('an unexpected error is a 500 with no internal detail', async () => {

@@ -31,7 +31,11 @@ describe('Postgres migrations', () => {
 
   test('the database refuses a handle the spec forbids', async () => {
     const insert = (handle: string) =>
-      env.app.db.insertInto('accounts').values({ handle, display_name: 'x' }).returning('id').executeTakeFirstOrThrow();
+      env.app.db
+        .insertInto('accounts')
+        .values({ handle, display_name: 'x' })
+        .returning('id')
+        .executeTakeFirstOrThrow();
     await expect(insert('Not_Valid')).rejects.toThrow(/check constraint/);
     await expect(insert('ab')).rejects.toThrow(/check constraint/);
     await expect(insert('good_handle_1')).resolves.toHaveProperty('id');
@@ -47,7 +51,10 @@ describe('ClickHouse migrations', () => {
       query_params: { db: clickhouse.database },
       format: 'JSONEachRow',
     });
-    expect((await tables.json<{ name: string }>()).map((t) => t.name)).toEqual(['domain_events', 'schema_migrations']);
+    expect((await tables.json<{ name: string }>()).map((t) => t.name)).toEqual([
+      'domain_events',
+      'schema_migrations',
+    ]);
     expect((await migrateClickHouse(clickhouse)).applied).toEqual([]);
   });
 

@@ -7,7 +7,6 @@ import type { RunningRole } from './role.js';
  */
 export function startIndexerRole(app: App): RunningRole {
   const solana = app.stack.solana;
-  const summary =
-    solana.kind === 'rpc' ? [`following ${solana.rpcUrl}`] : [`idle: ${solana.reason}`];
+  const summary = solana.kind === 'rpc' ? [`following ${solana.rpcUrl}`] : [`idle: ${solana.reason}`];
   return { name: 'indexer', summary, stop: async () => {} };
 }

@@ -23,7 +23,9 @@ export function startWorkerRole(app: App, processors: readonly QueueProcessor[])
       prefix: app.config.REDIS_PREFIX,
       concurrency: p.concurrency,
     });
-    worker.on('failed', (job, error) => log.warn({ queue: p.queue, jobId: job?.id, err: error }, 'job failed'));
+    worker.on('failed', (job, error) =>
+      log.warn({ queue: p.queue, jobId: job?.id, err: error }, 'job failed'),
+    );
     worker.on('error', (error) => log.error({ queue: p.queue, err: error }, 'worker error'));
     return worker;
   });

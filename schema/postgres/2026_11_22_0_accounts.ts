@@ -9,9 +9,19 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('accounts')
     .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
-    .addColumn('handle', 'text', (c) => c.notNull().unique().check(sql`handle ~ '^[a-z0-9_]{3,20}$'`))
+    .addColumn('handle', 'text', (c) =>
+      c
+        .notNull()
+        .unique()
+        .check(sql`handle ~ '^[a-z0-9_]{3,20}$'`),
+    )
     .addColumn('display_name', 'text', (c) => c.notNull().check(sql`char_length(display_name) <= 50`))
-    .addColumn('bio', 'text', (c) => c.notNull().defaultTo('').check(sql`char_length(bio) <= 160`))
+    .addColumn('bio', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('')
+        .check(sql`char_length(bio) <= 160`),
+    )
     .addColumn('avatar_url', 'text')
     .addColumn('social_username', 'text')
     .addColumn('role', 'text', (c) =>

@@ -1,4 +1,9 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+} from 'fastify';
 import { AppError } from '../domain/errors.js';
 import type { ApiDeps } from './api-deps.js';
 import { httpStatusOf, type ErrorBody } from './error-map.js';
@@ -9,8 +14,10 @@ import { registerRestRoutes } from './rest/routes.js';
 const BODY_LIMIT_BYTES = 64 * 1024;
 
 export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
+  // Typed as the base logger so the instance is the plain FastifyInstance routes expect.
+  const loggerInstance: FastifyBaseLogger = deps.logger;
   const app: FastifyInstance = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance,
     // One readable line per request (below) instead of Fastify's two JSON lines.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
@@ -25,7 +32,9 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       seconds,
     );
     if (route !== '/healthz' && route !== '/metrics') {
-      request.log.info(`${request.method} ${request.url} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`);
+      request.log.info(
+        `${request.method} ${request.url} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`,
+      );
     }
   });
 
@@ -53,20 +62,30 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       dependencies: Object.fromEntries(
         report.dependencies.map((d) => [
           d.name,
-          { status: d.status, latency_ms: d.latencyMs, source: d.source, ...(d.error ? { error: d.error } : {}) },
+          {
+            status: d.status,
+            latency_ms: d.latencyMs,
+            source: d.source,
+            ...(d.error ? { error: d.error } : {}),
+          },
         ]),
       ),
     });
   });
 
   app.get('/metrics', async (_request, reply) =>
-    reply.header('content-type', deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
+    reply
+      .header('content-type', deps.metrics.registry.contentType)
+      .send(await deps.metrics.registry.metrics()),
   );
 
-  await app.register((api, _opts, done) => {
-    registerRestRoutes(api, deps);
-    done();
-  }, { prefix: '/api/v1' });
+  await app.register(
+    (api, _opts, done) => {
+      registerRestRoutes(api, deps);
+      done();
+    },
+    { prefix: '/api/v1' },
+  );
 
   mountGraphql(app, deps);
   return app;
@@ -101,7 +120,10 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const code = fastifyError.code;
     if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return { status: 415, body: { error: 'unsupported_media_type', message: 'Send the body as application/json' } };
+      return {
+        status: 415,
+        body: { error: 'unsupported_media_type', message: 'Send the body as application/json' },
+      };
     }
     if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       return {

@@ -81,5 +81,6 @@ async function solanaGetHealth(rpcUrl: string): Promise<void> {
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getHealth' }),
   });
   const body = (await response.json()) as { result?: string; error?: { message: string } };
-  if (body.result !== 'ok') throw new Error(body.error?.message ?? `getHealth answered ${JSON.stringify(body)}`);
+  if (body.result !== 'ok')
+    throw new Error(body.error?.message ?? `getHealth answered ${JSON.stringify(body)}`);
 }

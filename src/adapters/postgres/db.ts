@@ -8,11 +8,15 @@ const INT8_OID = 20;
  * Money is bigint micro-USD end to end: int8 columns come back as `bigint`, never as a lossy
  * number or a string. Set per pool so nothing global changes for other pg users in the process.
  */
+const parseInt8 = (value: string): bigint => BigInt(value);
 const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary'
-      ? (value: string) => BigInt(value)
-      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format: 'text' | 'binary' = 'text'): unknown =>
+    oid === INT8_OID && format === 'text'
+      ? parseInt8
+      : (pg.types.getTypeParser as (oid: number, format: string) => unknown)(
+          oid,
+          format,
+        )) as typeof pg.types.getTypeParser,
 };
 
 export interface DbOptions {

@@ -24,6 +24,6 @@ export async function migratePostgres(db: Db): Promise<MigrationReport> {
 function failOnError(error: unknown, results: MigrationResultSet['results']): void {
   if (error === undefined) return;
   const failed = results?.find((r) => r.status === 'Error')?.migrationName;
-  const reason = error instanceof Error ? error.message : String(error);
+  const reason = error instanceof Error ? error.message : JSON.stringify(error);
   throw new Error(`Postgres migration ${failed ?? '(setup)'} failed: ${reason}`, { cause: error });
 }

@@ -17,7 +17,8 @@ export function createGraphqlServer(deps: ApiDeps): YogaServerInstance<ServerCon
       debug: (...args) => log.debug(args.map(String).join(' ')),
       info: (...args) => log.info(args.map(String).join(' ')),
       warn: (...args) => log.warn(args.map(String).join(' ')),
-      error: (...args) => log.error({ err: args.find((a) => a instanceof Error) }, args.map(String).join(' ')),
+      error: (...args) =>
+        log.error({ err: args.find((a) => a instanceof Error) }, args.map(String).join(' ')),
     },
     context: ({ req, reply }): GraphQLContext => ({ deps, viewer: null, req, reply }),
   });

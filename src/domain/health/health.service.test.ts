@@ -6,8 +6,8 @@ describe('checkHealth', () => {
     const report = await checkHealth({
       timeoutMs: 100,
       probes: [
-        { name: 'a', source: 'embedded', probe: async () => 'fine' },
-        { name: 'b', source: 'external', probe: async () => 1 },
+        { name: 'a', source: 'embedded', probe: () => Promise.resolve('fine') },
+        { name: 'b', source: 'external', probe: () => Promise.resolve(1) },
       ],
     });
     expect(report.status).toBe('ok');
@@ -21,7 +21,7 @@ describe('checkHealth', () => {
     const report = await checkHealth({
       timeoutMs: 100,
       probes: [
-        { name: 'a', source: 'embedded', probe: async () => 'fine' },
+        { name: 'a', source: 'embedded', probe: () => Promise.resolve('fine') },
         { name: 'b', source: 'external', probe: () => Promise.reject(new Error('connection refused')) },
       ],
     });

@@ -1,0 +1,106 @@
+import { mkdirSync, mkdtempSync, chmodSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, test } from 'vitest';
+import {
+  spawnRedisServer,
+  redisAnswers,
+  RedisUnavailableError,
+  startEmbeddedPostgres,
+} from '../src/devstack/index.js';
+import { readLiveStackState, writeStackState } from '../src/devstack/state-file.js';
+import { resolveClickHouse } from '../src/devstack/clickhouse.devstack.js';
+
+const root = mkdtempSync(path.join(os.tmpdir(), 'ledgerfeed-devstack-'));
+chmodSync(root, 0o755);
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('embedded Postgres', () => {
+  test('initialises a cluster, serves the application database, and keeps data across restarts', async () => {
+    const dir = path.join(root, 'pg-ok');
+    const first = await startEmbeddedPostgres({ dir, database: 'app', persistent: true });
+    expect(first.source).toBe('embedded');
+    expect(new URL(first.url).pathname).toBe('/app');
+    let client = new pg.Client({ connectionString: first.url });
+    await client.connect();
+    await client.query('CREATE TABLE kept (v text); INSERT INTO kept VALUES ($$still here$$)');
+    await client.end();
+    await first.stop();
+
+    const second = await startEmbeddedPostgres({ dir, database: 'app', persistent: true });
+    client = new pg.Client({ connectionString: second.url });
+    await client.connect();
+    expect((await client.query('SELECT v FROM kept')).rows).toEqual([{ v: 'still here' }]);
+    await client.end();
+    await second.stop();
+    expect(await canConnect(second.url)).toBe(false);
+  });
+
+  test('a failed start shows what postgres printed', async () => {
+    const dir = path.join(root, 'pg-broken');
+    mkdirSync(dir, { recursive: true });
+    // A half-made cluster folder (PG_VERSION but nothing else): postgres refuses it and says why.
+    writeFileSync(path.join(dir, 'PG_VERSION'), '18\n');
+    chmodSync(dir, 0o777);
+    await expect(startEmbeddedPostgres({ dir, database: 'app', persistent: true })).rejects.toThrow(
+      /failed to start[\s\S]*\| postgres: could not access the server configuration file/,
+    );
+  });
+});
+
+describe('Redis fallback', () => {
+  test('starts redis-server from PATH on a free port and stops it', async () => {
+    const redis = await spawnRedisServer({ dir: path.join(root, 'redis'), persistent: false });
+    expect(redis.source).toBe('embedded');
+    expect(await redisAnswers(redis.url)).toBe(true);
+    await redis.stop();
+    expect(await redisAnswers(redis.url)).toBe(false);
+  });
+
+  test('without a binary the error names every way out', async () => {
+    const attempt = spawnRedisServer({
+      dir: path.join(root, 'redis2'),
+      persistent: false,
+      binary: 'no-such-redis-server',
+    });
+    await expect(attempt).rejects.toThrow(RedisUnavailableError);
+    await expect(attempt).rejects.toThrow(
+      /REDIS_URL[\s\S]*apt-get install redis-server[\s\S]*brew install redis[\s\S]*docker compose up redis/,
+    );
+  });
+});
+
+describe('stack.json', () => {
+  test('names the services of a live process and is ignored once that process is gone', () => {
+    const dir = path.join(root, 'state');
+    writeStackState(dir, { pid: process.ppid, startedAt: 'now', postgres: 'postgres://x' });
+    expect(readLiveStackState(dir)?.postgres).toBe('postgres://x');
+    writeStackState(dir, { pid: 2 ** 22 + 12345, startedAt: 'now', postgres: 'postgres://x' });
+    expect(readLiveStackState(dir)).toBeUndefined();
+  });
+
+  test('a second process is told clearly that the chdb folder is taken', () => {
+    const dataDir = path.join(root, 'data');
+    const shared = { pid: process.ppid, startedAt: 'now', chdbPath: path.join(dataDir, 'clickhouse') };
+    expect(() => resolveClickHouse(undefined, dataDir, shared)).toThrow(
+      /held by Ledgerfeed process .*CLICKHOUSE_URL/,
+    );
+    expect(resolveClickHouse('http://ch:8123', dataDir, shared)).toEqual({
+      kind: 'http',
+      url: 'http://ch:8123',
+    });
+  });
+});
+
+async function canConnect(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}

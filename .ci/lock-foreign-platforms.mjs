@@ -5,14 +5,8 @@
 // the lock. Run it after every `npm install`: node .ci/lock-foreign-platforms.mjs
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const PLATFORMS = {
-  'darwin-arm64': [['darwin'], ['arm64']],
-  'darwin-x64': [['darwin'], ['x64']],
-  'linux-arm64-gnu': [['linux'], ['arm64']],
-  'linux-arm64': [['linux'], ['arm64']],
-  'linux-arm': [['linux'], ['arm']],
-  'win32-x64': [['win32'], ['x64']],
-};
+/** `<name>-<os>-<cpu>[-<libc>]`, the naming of napi-rs and prebuild packages. */
+const PLATFORM = /-(darwin|linux|win32|freebsd|android)-(arm64|x64|arm|ia32|riscv64|s390x|ppc64)(?:-(gnu|musl|msvc|gnueabihf))?$/;
 
 const lock = JSON.parse(readFileSync('package-lock.json', 'utf8'));
 const added = [];
@@ -20,10 +14,16 @@ for (const entry of Object.values(lock.packages)) {
   for (const [name, version] of Object.entries(entry.optionalDependencies ?? {})) {
     const key = `node_modules/${name}`;
     if (lock.packages[key]) continue;
-    const platform = Object.keys(PLATFORMS).find((suffix) => name.endsWith(`-${suffix}`));
-    if (!platform) continue;
-    const [os, cpu] = PLATFORMS[platform];
-    lock.packages[key] = { version, optional: true, os, cpu };
+    const match = PLATFORM.exec(name);
+    if (!match) continue;
+    const [, os, cpu, abi] = match;
+    lock.packages[key] = {
+      version,
+      optional: true,
+      os: [os],
+      cpu: [cpu],
+      ...(abi === 'musl' || abi === 'gnu' ? { libc: [abi === 'gnu' ? 'glibc' : 'musl'] } : {}),
+    };
     added.push(`${name}@${version}`);
   }
 }

@@ -33,9 +33,7 @@ export function startupSummary(service: RunningService): string {
   ]);
   rows.push([
     'Solana',
-    stack.solana.kind === 'rpc'
-      ? `${'external'.padEnd(9)}${stack.solana.rpcUrl}`
-      : `${'none'.padEnd(9)}${stack.solana.reason}`,
+    `${stack.solana.source.padEnd(9)}${stack.solana.url} (WebSocket ${stack.solana.wsUrl})`,
   ]);
   for (const role of service.roles) {
     if (role.name !== 'api') rows.push([`${role.name} role`, role.summary.join('; ')]);

@@ -7,7 +7,7 @@ import { openTestEnv, type TestEnv } from './support/test-env.js';
 let env: TestEnv;
 let server: FastifyInstance;
 beforeAll(async () => {
-  env = await openTestEnv();
+  env = await openTestEnv({}, { chain: true });
   server = await buildServer(env.app);
   // Routes that fail on purpose, to see what a client gets when a handler throws.
   server.get('/api/v1/__test/app-error', () => {
@@ -33,7 +33,7 @@ describe('/healthz', () => {
       dependencies: Record<string, { status: string; latency_ms: number }>;
     }>();
     expect(body.status).toBe('ok');
-    expect(Object.keys(body.dependencies).sort()).toEqual(['clickhouse', 'postgres', 'redis']);
+    expect(Object.keys(body.dependencies).sort()).toEqual(['clickhouse', 'postgres', 'redis', 'solana']);
     for (const dependency of Object.values(body.dependencies)) {
       expect(dependency.status).toBe('up');
       expect(dependency.latency_ms).toBeGreaterThanOrEqual(0);
@@ -67,7 +67,12 @@ describe('GraphQL', () => {
       data: { health: { status: string; dependencies: { name: string }[] } };
     }>();
     expect(data.health.status).toBe('ok');
-    expect(data.health.dependencies.map((d) => d.name).sort()).toEqual(['clickhouse', 'postgres', 'redis']);
+    expect(data.health.dependencies.map((d) => d.name).sort()).toEqual([
+      'clickhouse',
+      'postgres',
+      'redis',
+      'solana',
+    ]);
   });
 
   test('answers GET queries too (GraphQL over HTTP)', async () => {

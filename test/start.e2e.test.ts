@@ -32,12 +32,13 @@ interface Started {
   base: string;
 }
 
-async function start(port: number): Promise<Started> {
+async function start(port: number, localnetPort: number): Promise<Started> {
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/root',
     DATA_DIR: dataDir,
     PORT: String(port),
+    LOCALNET_PORT: String(localnetPort),
     LOG_LEVEL: 'info',
   };
   if (process.env.REDIS_URL) env.REDIS_URL = process.env.REDIS_URL;
@@ -109,10 +110,12 @@ async function query<T extends pg.QueryResultRow>(url: string, text: string): Pr
 describe('npm start', { timeout: 180_000 }, () => {
   test('prints its URLs, serves health, stops on Ctrl-C with no child left, and keeps its data', async () => {
     const port = await freePort();
-    const first = await start(port);
+    const localnetPort = await freePort();
+    const first = await start(port, localnetPort);
     expect(first.output()).toMatch(/REST\s+http:\/\/127\.0\.0\.1:\d+\/api\/v1/);
     expect(first.output()).toMatch(/Postgres\s+embedded/);
     expect(first.output()).toMatch(/ClickHouse\s+embedded/);
+    expect(first.output()).toMatch(new RegExp(`Solana\\s+embedded\\s+http://127.0.0.1:${localnetPort}`));
     expect(first.output()).not.toMatch(/postgres:postgres@/); // the password is redacted
 
     const health = await fetch(`${first.base}/healthz`);
@@ -135,7 +138,7 @@ describe('npm start', { timeout: 180_000 }, () => {
     expect(await settledProcessesUsing(dataDir)).toEqual([]);
     expect(existsSync(path.join(dataDir, 'stack.json'))).toBe(false);
 
-    const second = await start(port);
+    const second = await start(port, localnetPort);
     expect(second.output()).not.toMatch(/migrations applied/);
     expect(await query(stackPostgresUrl(), `SELECT handle FROM accounts`)).toEqual([
       { handle: 'kept_across' },
@@ -156,6 +159,7 @@ describe('npm start', { timeout: 180_000 }, () => {
     expect(report.dependencies.postgres?.status).toBe('down');
     expect(report.dependencies.redis?.status).toBe('up');
     expect(report.dependencies.clickhouse?.status).toBe('up');
+    expect(report.dependencies.solana?.status).toBe('up');
     expect(second.child.exitCode).toBeNull();
     expect((await fetch(`${second.base}/metrics`)).status).toBe(200);
 

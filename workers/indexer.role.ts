@@ -3,10 +3,13 @@ import type { RunningRole } from './role.js';
 
 /**
  * The indexer role: reconciles every swap_tx against the chain and follows platform wallets.
- * It needs a chain; without one (no SOLANA_RPC_URL and no localnet yet) it idles and says why.
+ * Reconciliation arrives with the indexer issue (#6); until then the role holds its place in the
+ * process model and names the chain it will follow.
  */
 export function startIndexerRole(app: App): RunningRole {
-  const solana = app.stack.solana;
-  const summary = solana.kind === 'rpc' ? [`following ${solana.rpcUrl}`] : [`idle: ${solana.reason}`];
-  return { name: 'indexer', summary, stop: async () => {} };
+  return {
+    name: 'indexer',
+    summary: [`chain ${app.stack.solana.url}; reconciliation not built yet (issue #6)`],
+    stop: async () => {},
+  };
 }

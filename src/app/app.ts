@@ -45,10 +45,11 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
       },
     },
   ];
-  if (stack.solana.kind === 'rpc') {
-    const rpcUrl = stack.solana.rpcUrl;
-    probes.push({ name: 'solana', source: 'external', probe: () => solanaGetHealth(rpcUrl) });
-  }
+  probes.push({
+    name: 'solana',
+    source: stack.solana.source,
+    probe: () => solanaGetHealth(stack.solana.url),
+  });
 
   return {
     config,

@@ -5,7 +5,7 @@ import { resolveClickHouse } from './clickhouse.devstack.js';
 import { startEmbeddedPostgres } from './postgres.devstack.js';
 import { redisAnswers, startLocalRedis } from './redis.devstack.js';
 import { noStop, type ServiceHandle } from './service-handle.js';
-import { resolveSolana, type SolanaTarget } from './solana.devstack.js';
+import { startSolana, websocketUrlOf, type SolanaHandle } from './solana.devstack.js';
 import { clearStackState, readLiveStackState, writeStackState, type StackState } from './state-file.js';
 import { postgresAnswers } from './postgres-probe.js';
 
@@ -13,7 +13,7 @@ export interface Devstack {
   readonly postgres: ServiceHandle;
   readonly redis: ServiceHandle;
   readonly clickhouse: ClickHouseTarget;
-  readonly solana: SolanaTarget;
+  readonly solana: SolanaHandle;
   /** Records what this process owns in DATA_DIR/stack.json (with the API URL once it listens). */
   publish(extra: { api?: string }): void;
   /** Stops what this process started, in reverse order. */
@@ -55,7 +55,16 @@ export async function startDevstack(config: Config, options: DevstackOptions): P
     if (redis.source === 'embedded') started.push(redis);
 
     const clickhouse = resolveClickHouse(config.CLICKHOUSE_URL, config.dataDir, shared);
-    const solana = resolveSolana(config.SOLANA_RPC_URL, config.SOLANA_WS_URL);
+    const solana: SolanaHandle =
+      !config.SOLANA_RPC_URL && shared?.solanaRpc && (await solanaAnswers(shared.solanaRpc))
+        ? { url: shared.solanaRpc, wsUrl: websocketUrlOf(shared.solanaRpc), source: 'shared', stop: noStop }
+        : await startSolana({
+            rpcUrl: config.SOLANA_RPC_URL,
+            wsUrl: config.SOLANA_WS_URL,
+            dataDir: config.dataDir,
+            localnetPort: config.LOCALNET_PORT,
+          });
+    if (solana.source === 'embedded') started.push(solana);
 
     return {
       postgres,
@@ -67,6 +76,7 @@ export async function startDevstack(config: Config, options: DevstackOptions): P
         if (postgres.source === 'embedded') state.postgres = postgres.url;
         if (redis.source === 'embedded') state.redis = redis.url;
         if (clickhouse.kind === 'chdb') state.chdbPath = clickhouse.path;
+        if (solana.source === 'embedded') state.solanaRpc = solana.url;
         writeStackState(config.dataDir, state);
       },
       stop: async () => {
@@ -77,6 +87,20 @@ export async function startDevstack(config: Config, options: DevstackOptions): P
   } catch (error) {
     await stopStarted();
     throw error;
+  }
+}
+
+async function solanaAnswers(rpcUrl: string): Promise<boolean> {
+  try {
+    const response = await fetch(rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getHealth' }),
+      signal: AbortSignal.timeout(1_000),
+    });
+    return ((await response.json()) as { result?: string }).result === 'ok';
+  } catch {
+    return false;
   }
 }
 

@@ -1,15 +1,41 @@
-/**
- * The chain seam. A cluster given by SOLANA_RPC_URL is used as is; with it unset the embedded
- * localnet will start here (issue #3). Until then the stack runs without a chain and says so.
- */
-export type SolanaTarget =
-  | { readonly kind: 'rpc'; readonly rpcUrl: string; readonly wsUrl: string | undefined }
-  | { readonly kind: 'none'; readonly reason: string };
+import path from 'node:path';
+import { startLocalnet } from '../localnet/localnet.js';
+import type { ServiceHandle } from './service-handle.js';
 
-export function resolveSolana(rpcUrl: string | undefined, wsUrl: string | undefined): SolanaTarget {
-  if (rpcUrl) return { kind: 'rpc', rpcUrl, wsUrl };
-  return {
-    kind: 'none',
-    reason: 'SOLANA_RPC_URL is unset and the embedded localnet is not built yet',
-  };
+/** The chain: a cluster named by SOLANA_RPC_URL, or the embedded localnet. */
+export interface SolanaHandle extends ServiceHandle {
+  readonly wsUrl: string;
+}
+
+export interface SolanaOptions {
+  rpcUrl: string | undefined;
+  wsUrl: string | undefined;
+  dataDir: string;
+  /** LOCALNET_PORT; the WebSocket listens on the next port. */
+  localnetPort: number;
+  host?: string;
+}
+
+export async function startSolana(options: SolanaOptions): Promise<SolanaHandle> {
+  if (options.rpcUrl) {
+    return {
+      url: options.rpcUrl,
+      wsUrl: options.wsUrl ?? websocketUrlOf(options.rpcUrl),
+      source: 'external',
+      stop: async () => {},
+    };
+  }
+  const localnet = await startLocalnet({
+    dir: path.join(options.dataDir, 'localnet'),
+    port: options.localnetPort,
+  });
+  return { url: localnet.rpcUrl, wsUrl: localnet.wsUrl, source: 'embedded', stop: localnet.close };
+}
+
+/** web3.js's rule: same host, port + 1, ws(s) scheme. */
+export function websocketUrlOf(rpcUrl: string): string {
+  const url = new URL(rpcUrl);
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  if (url.port) url.port = String(Number(url.port) + 1);
+  return url.toString().replace(/\/$/, '');
 }

@@ -7,6 +7,7 @@ import type { ClickHouseTarget } from '../../src/adapters/clickhouse/index.js';
 import { openApp, type App } from '../../src/app/app.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import type { Devstack } from '../../src/devstack/index.js';
+import { startLocalnet, type Localnet } from '../../src/localnet/localnet.js';
 import { databaseUrl } from './urls.js';
 
 export interface TestEnv {
@@ -14,6 +15,8 @@ export interface TestEnv {
   config: Config;
   /** Unique per test file: database names, Redis prefix, ClickHouse database. */
   id: string;
+  /** The in-memory localnet, when the file asked for a chain. */
+  localnet: Localnet | undefined;
   close(): Promise<void>;
 }
 
@@ -24,7 +27,10 @@ const noStop = async () => {};
  * template), its own Redis key prefix and its own ClickHouse database (migrated here), all removed
  * by close().
  */
-export async function openTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
+export async function openTestEnv(
+  overrides: Record<string, string> = {},
+  options: { chain?: boolean } = {},
+): Promise<TestEnv> {
   const id = `t${randomBytes(5).toString('hex')}`;
   const serverUrl = inject('postgresUrl');
   await withAdmin(serverUrl, (admin) =>
@@ -49,11 +55,20 @@ export async function openTestEnv(overrides: Record<string, string> = {}): Promi
     ...(clickhouseUrl ? { CLICKHOUSE_URL: clickhouseUrl } : {}),
     ...overrides,
   });
+  // A chain only for files that need one: an in-memory localnet on free ports, fast slots.
+  const localnet = options.chain ? await startLocalnet({ port: 0, slotMs: 100 }) : undefined;
   const stack: Devstack = {
     postgres: { url: config.DATABASE_URL ?? '', source: 'external', stop: noStop },
     redis: { url: inject('redisUrl'), source: 'external', stop: noStop },
     clickhouse,
-    solana: { kind: 'none', reason: 'tests without a chain' },
+    solana: localnet
+      ? { url: localnet.rpcUrl, wsUrl: localnet.wsUrl, source: 'embedded', stop: noStop }
+      : {
+          url: 'http://127.0.0.1:9/no-chain-in-this-test',
+          wsUrl: 'ws://127.0.0.1:10',
+          source: 'external',
+          stop: noStop,
+        },
     publish: () => {},
     stop: noStop,
   };
@@ -64,7 +79,9 @@ export async function openTestEnv(overrides: Record<string, string> = {}): Promi
     app,
     config,
     id,
+    localnet,
     close: async () => {
+      await localnet?.close();
       await app.clickhouse.client.command({ query: `DROP DATABASE IF EXISTS \`${id}\`` });
       const keys = await app.redis.keys(`${id}:*`);
       if (keys.length > 0) await app.redis.del(...keys);

@@ -1,0 +1,492 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import {
+  Keypair,
+  PublicKey,
+  SystemProgram,
+  Transaction,
+  TransactionInstruction,
+  VersionedTransaction,
+} from '@solana/web3.js';
+import bs58 from 'bs58';
+import { BLOCKHASH_VALIDITY_BLOCKS, BlockhashQueue } from './blockhash-queue.js';
+import { loadChainState, saveChainState, type ChainState } from './chain-persistence.js';
+import { decodeMint, decodeTokenAccount, PROGRAM, TOKEN_PROGRAMS } from './programs.js';
+import { RPC_CODES, RpcError, invalidParams } from './rpc-error.js';
+import {
+  svm,
+  type FailedTransactionMetadata,
+  type LiteSvm,
+  type TransactionMetadata,
+} from './svm-binding.js';
+import { describeValidatorError, toValidatorError, type ValidatorError } from './svm-errors.js';
+import { TransactionStore, type TokenBalance, type TransactionRecord } from './transaction-store.js';
+
+export type Commitment = 'processed' | 'confirmed' | 'finalized';
+
+export interface ChainOptions {
+  /** Folder for snapshots and history; undefined keeps the chain in memory only. */
+  dir?: string;
+  /** Slot length in milliseconds (a validator's is ~400). */
+  slotMs: number;
+}
+
+export interface AccountView {
+  lamports: bigint;
+  data: Uint8Array;
+  owner: string;
+  executable: boolean;
+  rentEpoch: bigint;
+}
+
+export interface SignatureStatus {
+  slot: number;
+  confirmations: number | null;
+  err: ValidatorError | null;
+  confirmationStatus: Commitment;
+}
+
+export interface SimulationResult {
+  err: ValidatorError | null;
+  logs: string[];
+  unitsConsumed: number;
+}
+
+/** Lamports per signature, as on mainnet; the only fee the localnet charges. */
+export const LAMPORTS_PER_SIGNATURE = 5000;
+/** A transaction is finalized once this many slots have passed over it (~13 s at 400 ms). */
+const FINALIZATION_SLOTS = 32;
+const SLOTS_PER_EPOCH = 432_000;
+/** Snapshots are written at most this often while the chain changes, and on close. */
+const SAVE_INTERVAL_MS = 1_000;
+const FAUCET_LAMPORTS = 10n ** 17n;
+
+/**
+ * A single-node Solana chain over litesvm: slots advance on a clock, one blockhash per slot valid
+ * for 150 blocks, duplicates deduplicated by signature, failed transactions recorded with their
+ * error and fee, and the whole state kept under `dir` across restarts.
+ *
+ * Events: `slot` (slot number) after each tick; `landed` (TransactionRecord) when one lands.
+ */
+export class LocalChain extends EventEmitter {
+  private timer: NodeJS.Timeout | undefined;
+  private saveTimer: NodeJS.Timeout | undefined;
+  private savedSeq: number;
+  private dirty = false;
+  private slotStartedAt = Date.now();
+  private readonly faucet: Keypair;
+
+  private constructor(
+    private readonly vm: LiteSvm,
+    private state: ChainState,
+    readonly store: TransactionStore,
+    private readonly blockhashes: BlockhashQueue,
+    private readonly options: ChainOptions,
+  ) {
+    super();
+    this.setMaxListeners(0);
+    this.savedSeq = store.size;
+    this.faucet = Keypair.fromSecretKey(bs58.decode(state.faucetSecret));
+  }
+
+  static open(options: ChainOptions): LocalChain {
+    const loaded = options.dir ? loadChainState(options.dir) : undefined;
+    const vm = loaded?.vm ?? new svm.LiteSvm();
+    // Our queue decides which blockhashes are valid (litesvm keeps only its latest one).
+    vm.setBlockhashCheck(false);
+    vm.setSigverify(true);
+    const store = new TransactionStore();
+    for (const record of loaded?.records ?? []) store.add(record);
+    const state = loaded?.state ?? genesis(vm);
+    const chain = new LocalChain(vm, state, store, new BlockhashQueue(state.blockhashes), options);
+    if (!loaded) chain.advanceSlot(false);
+    chain.slotStartedAt = Date.now();
+    chain.timer = setInterval(() => chain.advanceSlot(true), options.slotMs);
+    if (options.dir) chain.saveTimer = setInterval(() => chain.saveIfDirty(), SAVE_INTERVAL_MS);
+    return chain;
+  }
+
+  get slot(): number {
+    return this.state.slot;
+  }
+
+  get blockHeight(): number {
+    return this.state.blockHeight;
+  }
+
+  get genesisHash(): string {
+    return this.state.genesisHash;
+  }
+
+  get epoch(): number {
+    return Math.floor(this.state.slot / SLOTS_PER_EPOCH);
+  }
+
+  get slotsPerEpoch(): number {
+    return SLOTS_PER_EPOCH;
+  }
+
+  get transactionCount(): number {
+    return this.store.size;
+  }
+
+  latestBlockhash() {
+    const entry = this.blockhashes.latest();
+    return { blockhash: entry.blockhash, lastValidBlockHeight: entry.lastValidBlockHeight };
+  }
+
+  isBlockhashValid(blockhash: string): boolean {
+    return this.blockhashes.isValid(blockhash, this.state.blockHeight);
+  }
+
+  minimumBalanceForRentExemption(dataLength: number): bigint {
+    return this.vm.minimumBalanceForRentExemption(BigInt(dataLength));
+  }
+
+  getAccount(address: string): AccountView | null {
+    const account = this.vm.getAccount(addressBytes(address));
+    if (!account) return null;
+    return {
+      lamports: account.lamports(),
+      data: account.data(),
+      owner: bs58.encode(account.owner()),
+      executable: account.executable(),
+      rentEpoch: account.rentEpoch(),
+    };
+  }
+
+  /** Places an account as is: the localnet's privileged path (bootstrap puts USDC at its mainnet address). */
+  setAccount(address: string, account: Omit<AccountView, 'rentEpoch'>): void {
+    this.vm.setAccount(
+      addressBytes(address),
+      new svm.Account(account.lamports, account.data, addressBytes(account.owner), account.executable, 0n),
+    );
+    this.dirty = true;
+  }
+
+  /** Token accounts (of either token program) whose owner is `owner`. */
+  tokenAccountsByOwner(owner: string, filter: { mint?: string; programId?: string }) {
+    const programs = filter.programId ? [filter.programId] : [...TOKEN_PROGRAMS];
+    const found: Array<{ address: string; account: AccountView }> = [];
+    for (const programId of programs) {
+      if (!TOKEN_PROGRAMS.has(programId)) continue;
+      for (const entry of this.vm.getProgramAccounts(addressBytes(programId))) {
+        const account = entry.account();
+        const token = decodeTokenAccount(account.data());
+        if (!token || token.owner !== owner || (filter.mint && token.mint !== filter.mint)) continue;
+        found.push({
+          address: bs58.encode(entry.address),
+          account: {
+            lamports: account.lamports(),
+            data: account.data(),
+            owner: programId,
+            executable: false,
+            rentEpoch: account.rentEpoch(),
+          },
+        });
+      }
+    }
+    return found;
+  }
+
+  status(signature: string): SignatureStatus | null {
+    const record = this.store.get(signature);
+    if (!record) return null;
+    const confirmationStatus = this.commitmentOf(record);
+    return {
+      slot: record.slot,
+      confirmations: confirmationStatus === 'finalized' ? null : this.state.slot - record.slot,
+      err: record.err,
+      confirmationStatus,
+    };
+  }
+
+  commitmentOf(record: TransactionRecord): Commitment {
+    const age = this.state.slot - record.slot;
+    if (age >= FINALIZATION_SLOTS) return 'finalized';
+    return age >= 1 ? 'confirmed' : 'processed';
+  }
+
+  /**
+   * sendTransaction. With preflight, a transaction that would fail is refused (-32002, nothing
+   * recorded); without, it executes and lands with its error and fee, as on a validator. A
+   * stale blockhash never lands: refused with preflight, silently dropped without.
+   */
+  submit(wire: Uint8Array, options: { skipPreflight: boolean }): string {
+    const tx = deserialize(wire);
+    const signature = bs58.encode(tx.signatures[0] ?? new Uint8Array(64));
+    if (this.store.get(signature)) {
+      if (options.skipPreflight) return signature; // the chain dedupes a re-send
+      throw preflightError('AlreadyProcessed', [], 0);
+    }
+    if (!this.isBlockhashValid(tx.message.recentBlockhash)) {
+      if (options.skipPreflight) return signature; // dropped: it can never land
+      throw preflightError('BlockhashNotFound', [], 0);
+    }
+    if (!options.skipPreflight) {
+      const simulated = this.simulateParsed(wire, true);
+      if (simulated.err !== null) {
+        if (simulated.err === 'SignatureFailure') {
+          throw new RpcError(
+            RPC_CODES.signatureVerificationFailure,
+            'Transaction signature verification failure',
+          );
+        }
+        throw preflightError(simulated.err, simulated.logs, simulated.unitsConsumed);
+      }
+    }
+    this.execute(wire, tx, signature);
+    return signature;
+  }
+
+  simulate(
+    wire: Uint8Array,
+    options: { sigVerify: boolean; replaceRecentBlockhash: boolean },
+  ): SimulationResult {
+    const tx = deserialize(wire);
+    if (!options.replaceRecentBlockhash && !this.isBlockhashValid(tx.message.recentBlockhash)) {
+      return { err: 'BlockhashNotFound', logs: [], unitsConsumed: 0 };
+    }
+    return this.simulateParsed(wire, options.sigVerify);
+  }
+
+  /** requestAirdrop: a real System transfer from the localnet's faucet keypair. */
+  airdrop(address: string, lamports: bigint): string {
+    const tx = new Transaction({
+      feePayer: this.faucet.publicKey,
+      recentBlockhash: this.latestBlockhash().blockhash,
+    }).add(
+      SystemProgram.transfer({
+        fromPubkey: this.faucet.publicKey,
+        toPubkey: new PublicKey(address),
+        lamports,
+      }),
+    );
+    // The same amount to the same address twice in one slot would be the same transaction
+    // (and deduplicated): a memo numbering the airdrop makes each one distinct.
+    tx.add(
+      new TransactionInstruction({
+        programId: new PublicKey(PROGRAM.memo),
+        keys: [],
+        data: Buffer.from(`airdrop #${this.store.size}`),
+      }),
+    );
+    tx.sign(this.faucet);
+    return this.submit(tx.serialize(), { skipPreflight: false });
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    clearInterval(this.saveTimer);
+    this.save();
+  }
+
+  private simulateParsed(wire: Uint8Array, sigVerify: boolean): SimulationResult {
+    if (!sigVerify) this.vm.setSigverify(false);
+    try {
+      const result = this.vm.simulateVersionedTransaction(wire);
+      if (result instanceof svm.FailedTransactionMetadata) {
+        const meta = result.meta();
+        return {
+          err: toValidatorError(result.err()),
+          logs: meta.logs(),
+          unitsConsumed: Number(meta.computeUnitsConsumed()),
+        };
+      }
+      const meta = result.meta();
+      return { err: null, logs: meta.logs(), unitsConsumed: Number(meta.computeUnitsConsumed()) };
+    } finally {
+      if (!sigVerify) this.vm.setSigverify(true);
+    }
+  }
+
+  private execute(wire: Uint8Array, tx: VersionedTransaction, signature: string): void {
+    const { keys, loadedAddresses } = this.resolveAccountKeys(tx);
+    const keyBytes = keys.map(addressBytes);
+    const pre = keyBytes.map((key) => this.vm.getAccount(key));
+
+    const result = this.vm.sendVersionedTransaction(wire);
+    const failed = result instanceof svm.FailedTransactionMetadata;
+    const meta: TransactionMetadata = failed ? (result as FailedTransactionMetadata).meta() : result;
+    // Errors found before execution (fee payer missing, bad signature, ...) never land.
+    if (failed && meta.signature().every((byte) => byte === 0)) return;
+
+    const post = keyBytes.map((key) => this.vm.getAccount(key));
+    const record: TransactionRecord = {
+      seq: this.store.nextSeq(),
+      signature,
+      slot: this.state.slot,
+      blockTime: Math.floor(this.slotStartedAt / 1000),
+      wire: Buffer.from(wire).toString('base64'),
+      version: tx.version === 'legacy' ? 'legacy' : 0,
+      accountKeys: keys,
+      loadedAddresses,
+      err: failed ? toValidatorError((result as FailedTransactionMetadata).err()) : null,
+      fee: LAMPORTS_PER_SIGNATURE * tx.message.header.numRequiredSignatures,
+      preBalances: pre.map((a) => Number(a?.lamports() ?? 0n)),
+      postBalances: post.map((a) => Number(a?.lamports() ?? 0n)),
+      preTokenBalances: this.tokenBalances(pre),
+      postTokenBalances: this.tokenBalances(post),
+      innerInstructions: meta
+        .innerInstructions()
+        .map((list, index) => ({
+          index,
+          instructions: list.map((inner) => {
+            const ix = inner.instruction();
+            return {
+              programIdIndex: ix.programIdIndex(),
+              accounts: [...ix.accounts()],
+              data: bs58.encode(ix.data()),
+              stackHeight: inner.stackHeight(),
+            };
+          }),
+        }))
+        .filter((entry) => entry.instructions.length > 0),
+      logMessages: meta.logs(),
+      computeUnitsConsumed: Number(meta.computeUnitsConsumed()),
+      memo: memoOf(tx, keys),
+    };
+    this.store.add(record);
+    this.dirty = true;
+    this.emit('landed', record);
+  }
+
+  private tokenBalances(accounts: Array<ReturnType<LiteSvm['getAccount']>>): TokenBalance[] {
+    const balances: TokenBalance[] = [];
+    accounts.forEach((account, accountIndex) => {
+      if (!account) return;
+      const programId = bs58.encode(account.owner());
+      if (!TOKEN_PROGRAMS.has(programId)) return;
+      const token = decodeTokenAccount(account.data());
+      if (!token) return;
+      const mint = this.vm.getAccount(addressBytes(token.mint));
+      const decimals = mint ? (decodeMint(mint.data())?.decimals ?? 0) : 0;
+      balances.push({
+        accountIndex,
+        mint: token.mint,
+        owner: token.owner,
+        programId,
+        amount: token.amount.toString(),
+        decimals,
+      });
+    });
+    return balances;
+  }
+
+  /** Static keys, then addresses loaded from lookup tables: writable first, then readonly. */
+  private resolveAccountKeys(tx: VersionedTransaction) {
+    const keys = tx.message.staticAccountKeys.map((key) => key.toBase58());
+    const loadedAddresses = { writable: [] as string[], readonly: [] as string[] };
+    for (const lookup of tx.message.addressTableLookups) {
+      const table = this.vm.getAccount(lookup.accountKey.toBytes());
+      const data = table?.data();
+      const addressAt = (index: number) => {
+        const offset = 56 + index * 32; // lookup-table header is 56 bytes
+        if (!data || offset + 32 > data.length) throw preflightError('InvalidAddressLookupTableIndex', [], 0);
+        return bs58.encode(data.subarray(offset, offset + 32));
+      };
+      loadedAddresses.writable.push(...lookup.writableIndexes.map(addressAt));
+      loadedAddresses.readonly.push(...lookup.readonlyIndexes.map(addressAt));
+    }
+    return { keys: [...keys, ...loadedAddresses.writable, ...loadedAddresses.readonly], loadedAddresses };
+  }
+
+  private advanceSlot(next: boolean): void {
+    if (next) {
+      this.state.slot += 1;
+      this.state.blockHeight += 1;
+    }
+    this.slotStartedAt = Date.now();
+    const unixTimestamp = BigInt(Math.floor(this.slotStartedAt / 1000));
+    const epoch = BigInt(this.epoch);
+    this.vm.setClock(new svm.Clock(BigInt(this.state.slot), unixTimestamp, epoch, epoch, unixTimestamp));
+    this.vm.expireBlockhash();
+    this.blockhashes.push({
+      blockhash: this.vm.latestBlockhash(),
+      slot: this.state.slot,
+      lastValidBlockHeight: this.state.blockHeight + BLOCKHASH_VALIDITY_BLOCKS,
+    });
+    this.blockhashes.prune(this.state.blockHeight);
+    if (next) this.emit('slot', this.state.slot);
+  }
+
+  private saveIfDirty(): void {
+    // Slots alone are cheap to lose; a landed transaction or a changed account is not.
+    if (this.dirty) this.save();
+  }
+
+  private save(): void {
+    if (!this.options.dir) return;
+    this.state.blockhashes = this.blockhashes.toJSON();
+    saveChainState(this.options.dir, this.vm, this.state, this.store.since(this.savedSeq));
+    this.savedSeq = this.store.size;
+    this.dirty = false;
+  }
+}
+
+function genesis(vm: LiteSvm): ChainState {
+  const faucet = Keypair.generate();
+  vm.setAccount(
+    faucet.publicKey.toBytes(),
+    new svm.Account(FAUCET_LAMPORTS, new Uint8Array(0), new Uint8Array(32), false, 0n),
+  );
+  return {
+    genesisHash: bs58.encode(randomBytes(32)),
+    slot: 0,
+    blockHeight: 0,
+    blockhashes: [],
+    transactionCount: 0,
+    faucetSecret: bs58.encode(faucet.secretKey),
+  };
+}
+
+/**
+ * litesvm aborts the process on bytes it cannot deserialize, so every transaction is parsed by
+ * web3.js first; what fails here is a -32602, not a crash.
+ */
+function deserialize(wire: Uint8Array): VersionedTransaction {
+  try {
+    const tx = VersionedTransaction.deserialize(wire);
+    if (tx.signatures.length === 0) throw new Error('no signatures');
+    return tx;
+  } catch (error) {
+    throw invalidParams(`failed to deserialize transaction: ${(error as Error).message}`);
+  }
+}
+
+/** 32-byte key of a base58 address; refuses anything else before it reaches native code. */
+export function addressBytes(address: string): Uint8Array {
+  let bytes: Uint8Array;
+  try {
+    bytes = bs58.decode(address);
+  } catch {
+    throw invalidParams(`invalid address: ${address}`);
+  }
+  if (bytes.length !== 32) throw invalidParams(`invalid address: ${address}`);
+  return bytes;
+}
+
+function preflightError(err: ValidatorError, logs: string[], unitsConsumed: number): RpcError {
+  return new RpcError(
+    RPC_CODES.preflightFailure,
+    `Transaction simulation failed: ${describeValidatorError(err)}`,
+    {
+      err,
+      logs,
+      accounts: null,
+      unitsConsumed,
+      returnData: null,
+    },
+  );
+}
+
+/** The `memo` field of getSignaturesForAddress: "[len] text" per memo instruction, "; "-joined. */
+function memoOf(tx: VersionedTransaction, keys: string[]): string | null {
+  const memos: string[] = [];
+  for (const ix of tx.message.compiledInstructions) {
+    const program = keys[ix.programIdIndex];
+    if (program !== PROGRAM.memo && program !== PROGRAM.memoV1) continue;
+    memos.push(`[${ix.data.length}] ${Buffer.from(ix.data).toString('utf8')}`);
+  }
+  return memos.length > 0 ? memos.join('; ') : null;
+}

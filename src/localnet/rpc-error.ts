@@ -1,0 +1,28 @@
+/** A JSON-RPC error with the codes and shapes Solana validators use. */
+export class RpcError extends Error {
+  override name = 'RpcError';
+
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export const RPC_CODES = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  /** sendTransaction preflight failure; data carries { err, logs, unitsConsumed }. */
+  preflightFailure: -32002,
+  signatureVerificationFailure: -32003,
+  /** Slot skipped / block not available: also used for "not yet confirmed" lookups. */
+  transactionHistoryNotAvailable: -32011,
+} as const;
+
+export const invalidParams = (message: string) =>
+  new RpcError(RPC_CODES.invalidParams, `Invalid params: ${message}`);

@@ -1,0 +1,248 @@
+import bs58 from 'bs58';
+import { addressBytes, type Commitment, type LocalChain } from './chain.js';
+import { decodeMint, decodeTokenAccount, uiTokenAmount } from './programs.js';
+import { accountEncoding, encodeAccount, encodeTransaction, transactionEncoding } from './rpc-encoding.js';
+import { invalidParams, RPC_CODES, RpcError } from './rpc-error.js';
+
+/** Reported by getVersion: the RPC surface follows Agave 2.1. */
+const SOLANA_CORE_VERSION = '2.1.0';
+const MAX_SIGNATURES_FOR_ADDRESS = 1000;
+const MAX_MULTIPLE_ACCOUNTS = 100;
+const MAX_SIGNATURE_STATUSES = 256;
+
+type Params = readonly unknown[];
+type Handler = (params: Params) => unknown;
+
+/** The JSON-RPC methods of the localnet, by name; each takes the raw `params` array. */
+export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
+  const context = () => ({ context: { slot: chain.slot, apiVersion: SOLANA_CORE_VERSION } });
+  const withContext = (value: unknown) => ({ ...context(), value });
+  const mintDecimals = (mint: string) => {
+    const account = chain.getAccount(mint);
+    return account ? (decodeMint(account.data)?.decimals ?? 0) : 0;
+  };
+
+  return {
+    getHealth: () => 'ok',
+    getVersion: () => ({ 'solana-core': SOLANA_CORE_VERSION, 'feature-set': 0 }),
+    getGenesisHash: () => chain.genesisHash,
+    getSlot: () => chain.slot,
+    getBlockHeight: () => chain.blockHeight,
+    getTransactionCount: () => chain.transactionCount,
+    getEpochInfo: () => ({
+      absoluteSlot: chain.slot,
+      blockHeight: chain.blockHeight,
+      epoch: chain.epoch,
+      slotIndex: chain.slot % chain.slotsPerEpoch,
+      slotsInEpoch: chain.slotsPerEpoch,
+      transactionCount: chain.transactionCount,
+    }),
+    getLatestBlockhash: () => withContext(chain.latestBlockhash()),
+    isBlockhashValid: (params) => withContext(chain.isBlockhashValid(stringParam(params, 0, 'blockhash'))),
+    getMinimumBalanceForRentExemption: (params) => {
+      const length = params[0] ?? 0;
+      if (typeof length !== 'number' || !Number.isInteger(length) || length < 0) {
+        throw invalidParams('data length must be a non-negative integer');
+      }
+      return Number(chain.minimumBalanceForRentExemption(length));
+    },
+
+    sendTransaction: (params) => {
+      const config = objectParam(params, 1);
+      const wire = decodeWire(stringParam(params, 0, 'transaction'), config.encoding ?? 'base58');
+      return chain.submit(wire, { skipPreflight: config.skipPreflight === true });
+    },
+    simulateTransaction: (params) => {
+      const config = objectParam(params, 1);
+      const wire = decodeWire(stringParam(params, 0, 'transaction'), config.encoding ?? 'base58');
+      const result = chain.simulate(wire, {
+        sigVerify: config.sigVerify === true,
+        replaceRecentBlockhash: config.replaceRecentBlockhash === true,
+      });
+      return withContext({ ...result, accounts: null, returnData: null, innerInstructions: null });
+    },
+    requestAirdrop: (params) => {
+      const address = stringParam(params, 0, 'pubkey');
+      addressBytes(address);
+      const lamports = params[1];
+      if (typeof lamports !== 'number' || !Number.isSafeInteger(lamports) || lamports <= 0) {
+        throw invalidParams('lamports must be a positive integer');
+      }
+      return chain.airdrop(address, BigInt(lamports));
+    },
+
+    getSignatureStatuses: (params) => {
+      const signatures = params[0];
+      if (!Array.isArray(signatures) || signatures.some((s) => typeof s !== 'string')) {
+        throw invalidParams('expected an array of signatures');
+      }
+      if (signatures.length > MAX_SIGNATURE_STATUSES) {
+        throw invalidParams(`too many signatures (maximum ${MAX_SIGNATURE_STATUSES})`);
+      }
+      return withContext(
+        (signatures as string[]).map((signature) => {
+          const status = chain.status(signature);
+          return status && { ...status, status: status.err === null ? { Ok: null } : { Err: status.err } };
+        }),
+      );
+    },
+    getTransaction: (params) => {
+      const signature = stringParam(params, 0, 'signature');
+      const config = typeof params[1] === 'string' ? { encoding: params[1] } : objectParam(params, 1);
+      const commitment = readCommitment(config.commitment);
+      const record = chain.store.get(signature);
+      if (!record || !reaches(chain.commitmentOf(record), commitment)) return null;
+      const maxVersion = config.maxSupportedTransactionVersion;
+      if (maxVersion !== undefined && maxVersion !== 0)
+        throw invalidParams('maxSupportedTransactionVersion must be 0');
+      return encodeTransaction(record, transactionEncoding(config.encoding), maxVersion);
+    },
+    getSignaturesForAddress: (params) => {
+      const address = stringParam(params, 0, 'address');
+      addressBytes(address);
+      const config = objectParam(params, 1);
+      const commitment = readCommitment(config.commitment);
+      const limit = config.limit ?? MAX_SIGNATURES_FOR_ADDRESS;
+      if (
+        typeof limit !== 'number' ||
+        !Number.isInteger(limit) ||
+        limit < 1 ||
+        limit > MAX_SIGNATURES_FOR_ADDRESS
+      ) {
+        throw invalidParams(`limit must be an integer from 1 to ${MAX_SIGNATURES_FOR_ADDRESS}`);
+      }
+      const records = chain.store
+        .forAddress(address, {
+          before: optionalString(config.before, 'before'),
+          until: optionalString(config.until, 'until'),
+          limit: limit + 64, // room for entries not yet at the requested commitment
+        })
+        .filter((record) => reaches(chain.commitmentOf(record), commitment))
+        .slice(0, limit);
+      return records.map((record) => ({
+        signature: record.signature,
+        slot: record.slot,
+        err: record.err,
+        memo: record.memo,
+        blockTime: record.blockTime,
+        confirmationStatus: chain.commitmentOf(record),
+      }));
+    },
+
+    getAccountInfo: (params) => {
+      const address = stringParam(params, 0, 'pubkey');
+      const encoding = accountEncoding(objectParam(params, 1).encoding);
+      const account = chain.getAccount(address);
+      return withContext(account && encodeAccount(account, encoding, mintDecimals));
+    },
+    getMultipleAccounts: (params) => {
+      const addresses = params[0];
+      if (!Array.isArray(addresses) || addresses.some((a) => typeof a !== 'string')) {
+        throw invalidParams('expected an array of addresses');
+      }
+      if (addresses.length > MAX_MULTIPLE_ACCOUNTS)
+        throw invalidParams(`too many accounts (maximum ${MAX_MULTIPLE_ACCOUNTS})`);
+      const encoding = accountEncoding(objectParam(params, 1).encoding);
+      return withContext(
+        (addresses as string[]).map((address) => {
+          const account = chain.getAccount(address);
+          return account && encodeAccount(account, encoding, mintDecimals);
+        }),
+      );
+    },
+    getBalance: (params) =>
+      withContext(Number(chain.getAccount(stringParam(params, 0, 'pubkey'))?.lamports ?? 0n)),
+    getTokenAccountBalance: (params) => {
+      const account = chain.getAccount(stringParam(params, 0, 'pubkey'));
+      const token = account && decodeTokenAccount(account.data);
+      if (!token) throw invalidParams('not a Token account');
+      return withContext(uiTokenAmount(token.amount, mintDecimals(token.mint)));
+    },
+    getTokenAccountsByOwner: (params) => {
+      const owner = stringParam(params, 0, 'owner');
+      addressBytes(owner);
+      const filter = objectParam(params, 1);
+      const mint = optionalString(filter.mint, 'mint');
+      const programId = optionalString(filter.programId, 'programId');
+      if ((mint === undefined) === (programId === undefined))
+        throw invalidParams('expected exactly one of mint or programId');
+      const encoding = accountEncoding(objectParam(params, 2).encoding);
+      return withContext(
+        chain.tokenAccountsByOwner(owner, { mint, programId }).map(({ address, account }) => ({
+          pubkey: address,
+          account: encodeAccount(account, encoding, mintDecimals),
+        })),
+      );
+    },
+
+    /**
+     * Localnet only (like anvil_setCode): place an account as is. The bootstrap uses it to put
+     * our USDC mint at the mainnet USDC address, so mint config is the same on every cluster.
+     */
+    localnet_setAccount: (params) => {
+      const address = stringParam(params, 0, 'pubkey');
+      const account = objectParam(params, 1);
+      const [data, dataEncoding] = Array.isArray(account.data) ? account.data : ['', 'base64'];
+      if (typeof data !== 'string' || dataEncoding !== 'base64')
+        throw invalidParams('data must be [base64, "base64"]');
+      if (typeof account.lamports !== 'number' || typeof account.owner !== 'string') {
+        throw invalidParams('expected { lamports, data, owner, executable }');
+      }
+      addressBytes(account.owner);
+      chain.setAccount(address, {
+        lamports: BigInt(account.lamports),
+        data: Buffer.from(data, 'base64'),
+        owner: account.owner,
+        executable: account.executable === true,
+      });
+      return null;
+    },
+  };
+}
+
+const COMMITMENT_RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
+
+function reaches(actual: Commitment, wanted: Commitment): boolean {
+  return COMMITMENT_RANK[actual] >= COMMITMENT_RANK[wanted];
+}
+
+/** History lookups default to finalized and refuse processed, as a validator's do. */
+function readCommitment(value: unknown): Commitment {
+  if (value === undefined) return 'finalized';
+  if (value === 'confirmed' || value === 'finalized') return value;
+  if (value === 'processed') {
+    throw new RpcError(RPC_CODES.invalidParams, 'Method does not support commitment below `confirmed`');
+  }
+  throw invalidParams(`unknown commitment: ${String(value)}`);
+}
+
+function stringParam(params: Params, index: number, name: string): string {
+  const value = params[index];
+  if (typeof value !== 'string' || value.length === 0)
+    throw invalidParams(`expected ${name} (a string) at position ${index}`);
+  return value;
+}
+
+function optionalString(value: unknown, name: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw invalidParams(`${name} must be a string`);
+  return value;
+}
+
+function objectParam(params: Params, index: number): Record<string, unknown> {
+  const value = params[index];
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw invalidParams(`expected a config object at position ${index}`);
+  return value as Record<string, unknown>;
+}
+
+function decodeWire(encoded: string, encoding: unknown): Uint8Array {
+  try {
+    if (encoding === 'base64') return Buffer.from(encoded, 'base64');
+    if (encoding === 'base58') return bs58.decode(encoded);
+  } catch {
+    throw invalidParams(`transaction is not valid ${String(encoding)}`);
+  }
+  throw invalidParams(`unsupported encoding: ${String(encoding)}`);
+}

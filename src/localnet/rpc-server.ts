@@ -1,0 +1,265 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Commitment, LocalChain } from './chain.js';
+import { RPC_CODES, RpcError } from './rpc-error.js';
+import { createRpcMethods } from './rpc-methods.js';
+import type { TransactionRecord } from './transaction-store.js';
+
+/** Largest JSON-RPC body accepted: a batch of a few thousand transactions. */
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+interface JsonRpcRequest {
+  jsonrpc?: unknown;
+  id?: unknown;
+  method?: unknown;
+  params?: unknown;
+}
+
+type Dispatch = (request: unknown) => object;
+
+/** Answers one JSON-RPC request object; never throws. */
+export function createDispatcher(chain: LocalChain): Dispatch {
+  const methods = createRpcMethods(chain);
+  return (raw) => {
+    const request = (raw ?? {}) as JsonRpcRequest;
+    const id = request.id ?? null;
+    if (
+      typeof raw !== 'object' ||
+      raw === null ||
+      request.jsonrpc !== '2.0' ||
+      typeof request.method !== 'string'
+    ) {
+      return { jsonrpc: '2.0', id, error: { code: RPC_CODES.invalidRequest, message: 'Invalid request' } };
+    }
+    const handler = Object.hasOwn(methods, request.method) ? methods[request.method] : undefined;
+    if (!handler)
+      return { jsonrpc: '2.0', id, error: { code: RPC_CODES.methodNotFound, message: 'Method not found' } };
+    const params = request.params === undefined ? [] : request.params;
+    if (!Array.isArray(params)) {
+      return {
+        jsonrpc: '2.0',
+        id,
+        error: { code: RPC_CODES.invalidParams, message: 'Invalid params: expected an array' },
+      };
+    }
+    try {
+      return { jsonrpc: '2.0', id, result: handler(params) };
+    } catch (error) {
+      if (error instanceof RpcError) {
+        return {
+          jsonrpc: '2.0',
+          id,
+          error: {
+            code: error.code,
+            message: error.message,
+            ...(error.data === undefined ? {} : { data: error.data }),
+          },
+        };
+      }
+      return {
+        jsonrpc: '2.0',
+        id,
+        error: { code: RPC_CODES.internal, message: `Internal error: ${(error as Error).message}` },
+      };
+    }
+  };
+}
+
+/** Handles a whole HTTP body: one request or a batch (array), as JSON-RPC 2.0 defines. */
+export function handleBody(dispatch: Dispatch, body: string): object {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return { jsonrpc: '2.0', id: null, error: { code: RPC_CODES.parseError, message: 'Parse error' } };
+  }
+  if (Array.isArray(parsed)) {
+    if (parsed.length === 0) {
+      return {
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: RPC_CODES.invalidRequest, message: 'Invalid request' },
+      };
+    }
+    return parsed.map(dispatch);
+  }
+  return dispatch(parsed);
+}
+
+export function createHttpServer(dispatch: Dispatch): http.Server {
+  return http.createServer((req, res) => {
+    res.setHeader('access-control-allow-origin', '*');
+    res.setHeader('access-control-allow-headers', 'content-type, solana-client');
+    if (req.method === 'OPTIONS') return void res.writeHead(204).end();
+    if (req.method === 'GET' && req.url === '/health') return void res.writeHead(200).end('ok');
+    if (req.method !== 'POST') {
+      return void res.writeHead(405, { 'content-type': 'text/plain' }).end('Use POST with a JSON-RPC body');
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        res.writeHead(413).end();
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (res.headersSent) return;
+      const answer = handleBody(dispatch, Buffer.concat(chunks).toString('utf8'));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+    });
+  });
+}
+
+interface SignatureSubscription {
+  id: number;
+  socket: WebSocket;
+  signature: string;
+  commitment: Commitment;
+}
+
+/**
+ * The PubSub side: signatureSubscribe (one notification when the transaction reaches the
+ * commitment, then the subscription ends, as on a validator) and slotSubscribe.
+ */
+export function attachPubSub(wss: WebSocketServer, chain: LocalChain): void {
+  let nextId = 1;
+  const slotSubscribers = new Map<number, WebSocket>();
+  const signatureSubscriptions = new Map<number, SignatureSubscription>();
+
+  const send = (socket: WebSocket, message: object) => {
+    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(message));
+  };
+  const notifyIfReached = (subscription: SignatureSubscription): void => {
+    const status = chain.status(subscription.signature);
+    if (!status || RANK[status.confirmationStatus] < RANK[subscription.commitment]) return;
+    signatureSubscriptions.delete(subscription.id);
+    send(subscription.socket, {
+      jsonrpc: '2.0',
+      method: 'signatureNotification',
+      params: {
+        result: { context: { slot: chain.slot }, value: { err: status.err } },
+        subscription: subscription.id,
+      },
+    });
+  };
+
+  chain.on('slot', (slot: number) => {
+    for (const [id, socket] of slotSubscribers) {
+      send(socket, {
+        jsonrpc: '2.0',
+        method: 'slotNotification',
+        params: { result: { parent: slot - 1, root: Math.max(0, slot - 32), slot }, subscription: id },
+      });
+    }
+    for (const subscription of signatureSubscriptions.values()) notifyIfReached(subscription);
+  });
+  chain.on('landed', (record: TransactionRecord) => {
+    for (const subscription of signatureSubscriptions.values()) {
+      if (subscription.signature === record.signature) notifyIfReached(subscription);
+    }
+  });
+
+  wss.on('connection', (socket) => {
+    socket.on('message', (data: Buffer) => {
+      let request: JsonRpcRequest;
+      try {
+        request = JSON.parse(data.toString('utf8')) as JsonRpcRequest;
+      } catch {
+        return send(socket, {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: RPC_CODES.parseError, message: 'Parse error' },
+        });
+      }
+      const id = request.id ?? null;
+      const params = Array.isArray(request.params) ? request.params : [];
+      const reply = (result: unknown) => send(socket, { jsonrpc: '2.0', id, result });
+      switch (request.method) {
+        case 'slotSubscribe': {
+          const subscription = nextId++;
+          slotSubscribers.set(subscription, socket);
+          return reply(subscription);
+        }
+        case 'slotUnsubscribe':
+          return reply(slotSubscribers.delete(Number(params[0])));
+        case 'signatureSubscribe': {
+          const signature = params[0];
+          if (typeof signature !== 'string') {
+            return send(socket, {
+              jsonrpc: '2.0',
+              id,
+              error: { code: RPC_CODES.invalidParams, message: 'Invalid params' },
+            });
+          }
+          const config = (params[1] ?? {}) as { commitment?: Commitment };
+          const commitment = config.commitment && config.commitment in RANK ? config.commitment : 'finalized';
+          const subscription: SignatureSubscription = { id: nextId++, socket, signature, commitment };
+          signatureSubscriptions.set(subscription.id, subscription);
+          reply(subscription.id);
+          return notifyIfReached(subscription);
+        }
+        case 'signatureUnsubscribe':
+          return reply(signatureSubscriptions.delete(Number(params[0])));
+        default:
+          return send(socket, {
+            jsonrpc: '2.0',
+            id,
+            error: { code: RPC_CODES.methodNotFound, message: 'Method not found' },
+          });
+      }
+    });
+    socket.on('close', () => {
+      for (const [id, subscriber] of slotSubscribers) if (subscriber === socket) slotSubscribers.delete(id);
+      for (const [id, subscription] of signatureSubscriptions) {
+        if (subscription.socket === socket) signatureSubscriptions.delete(id);
+      }
+    });
+  });
+}
+
+const RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
+
+/**
+ * Binds HTTP on `port` and the WebSocket on `port + 1` (where web3.js looks for it). Port 0 picks
+ * a free pair.
+ */
+export async function listenPair(
+  httpServer: http.Server,
+  host: string,
+  port: number,
+): Promise<{ port: number; wss: WebSocketServer }> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const httpPort = port === 0 ? 20_000 + Math.floor(Math.random() * 40_000) : port;
+    try {
+      await listen(httpServer, host, httpPort);
+    } catch (error) {
+      if (port !== 0) throw error;
+      continue;
+    }
+    const wss = new WebSocketServer({ host, port: httpPort + 1 });
+    const ready = await new Promise<Error | undefined>((resolve) => {
+      wss.once('listening', () => resolve(undefined));
+      wss.once('error', resolve);
+    });
+    if (!ready) return { port: (httpServer.address() as AddressInfo).port, wss };
+    await new Promise((resolve) => httpServer.close(resolve));
+    if (port !== 0) throw ready;
+  }
+  throw new Error('no free pair of ports for the localnet');
+}
+
+function listen(server: http.Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => reject(error);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}

@@ -275,6 +275,14 @@ export class LocalChain extends EventEmitter {
     return this.submit(tx.serialize(), { skipPreflight: false });
   }
 
+  /**
+   * Moves the clock `slots` slots forward at once (like solana-test-validator's --warp-slot),
+   * producing a blockhash per slot: how tests age a blockhash past its 150 blocks.
+   */
+  warp(slots: number): void {
+    for (let i = 0; i < slots; i++) this.advanceSlot(true);
+  }
+
   close(): void {
     clearInterval(this.timer);
     clearInterval(this.saveTimer);

@@ -125,10 +125,24 @@ function instructionError(err: unknown): ValidatorError {
   return 'UnknownInstructionError';
 }
 
+/** A validator's wording of the errors clients match on; the rest read as split words. */
+const TRANSACTION_ERROR_TEXT: Readonly<Record<string, string>> = {
+  BlockhashNotFound: 'Blockhash not found',
+  AlreadyProcessed: 'This transaction has already been processed',
+  AccountNotFound: 'Attempt to debit an account but found no record of a prior credit.',
+  InsufficientFundsForFee: 'Insufficient funds for fee',
+  SignatureFailure: 'Transaction did not pass signature verification',
+};
+
 /** The human text a validator puts in a preflight failure ("... custom program error: 0x1"). */
 export function describeValidatorError(err: ValidatorError): string {
-  if (typeof err === 'string')
-    return err.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^./, (c) => c.toUpperCase());
+  if (typeof err === 'string') {
+    const words = err.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+    return TRANSACTION_ERROR_TEXT[err] ?? words.replace(/^./, (c) => c.toUpperCase());
+  }
+  const rent = err.InsufficientFundsForRent as { account_index: number } | undefined;
+  if (rent)
+    return `Transaction results in an account (${rent.account_index}) with insufficient funds for rent`;
   const instruction = err.InstructionError as [number, ValidatorError] | undefined;
   if (instruction) {
     const [index, inner] = instruction;

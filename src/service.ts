@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { buildServer } from './api/server.js';
+import type { PlatformChain } from './adapters/solana/index.js';
 import { openApp, type App } from './app/app.js';
 import type { Config } from './config/index.js';
 import { startDevstack } from './devstack/index.js';
@@ -10,6 +11,7 @@ import { startWorkerRole } from '../workers/worker.role.js';
 
 export interface RunningService {
   app: App;
+  platform: PlatformChain;
   roles: RunningRole[];
   /** Base URL of the API role, when it runs. */
   apiUrl: string | undefined;
@@ -46,6 +48,7 @@ export async function runService(
     const migrated = await app.migrate();
     if (migrated.postgres.length + migrated.clickhouse.length > 0)
       logger.info(migrated, 'migrations applied');
+    const platform = await app.bootstrapChain();
 
     let apiUrl: string | undefined;
     if (roles.includes('api')) {
@@ -65,7 +68,7 @@ export async function runService(
     if (roles.includes('indexer')) running.push(startIndexerRole(app));
 
     stack.publish({ api: apiUrl });
-    return { app, roles: running, apiUrl, stop };
+    return { app, platform, roles: running, apiUrl, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -35,6 +35,12 @@ export function startupSummary(service: RunningService): string {
     'Solana',
     `${stack.solana.source.padEnd(9)}${stack.solana.url} (WebSocket ${stack.solana.wsUrl})`,
   ]);
+  const { platform } = service;
+  rows.push(['Cluster', platform.cluster]);
+  rows.push(['USDC mint', platform.usdcMint.toBase58()]);
+  rows.push(['Native mint', `${platform.nativeMint.toBase58()} (${platform.nativeDecimals} decimals)`]);
+  rows.push(['Fee payer', platform.signers.fee_payer.publicKey.toBase58()]);
+  rows.push(['Treasury', platform.signers.treasury.publicKey.toBase58()]);
   for (const role of service.roles) {
     if (role.name !== 'api') rows.push([`${role.name} role`, role.summary.join('; ')]);
   }

@@ -93,12 +93,10 @@ describe('the localnet through web3.js and spl-token', () => {
     });
     expect(fetched?.meta?.err).toBeNull();
     expect(fetched?.meta?.fee).toBe(10_000); // two signatures
-    const amount = (balances: typeof fetched extends null ? never : any, owner: PublicKey) =>
-      BigInt(
-        (balances as spl.Account[] & { owner: string; uiTokenAmount: { amount: string } }[]).find(
-          (b) => b.owner === owner.toBase58(),
-        )?.uiTokenAmount.amount ?? '0',
-      );
+    const amount = (
+      balances: Array<{ owner?: string; uiTokenAmount: { amount: string } }>,
+      owner: PublicKey,
+    ) => BigInt(balances.find((b) => b.owner === owner.toBase58())?.uiTokenAmount.amount ?? '0');
     const pre = fetched!.meta!.preTokenBalances!;
     const post = fetched!.meta!.postTokenBalances!;
     expect(amount(pre, alice.publicKey) - amount(post, alice.publicKey)).toBe(2_500_000n);
@@ -112,7 +110,7 @@ describe('the localnet through web3.js and spl-token', () => {
     });
     const instructions = parsed!.transaction.message.instructions as Array<{
       program?: string;
-      parsed?: any;
+      parsed?: unknown;
     }>;
     expect(instructions[0]).toMatchObject({
       program: 'spl-token',

@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as accounts from './2026_11_22_0_accounts.js';
+import * as platformWallets from './2026_11_22_1_platform_wallets.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -8,4 +9,5 @@ import * as accounts from './2026_11_22_0_accounts.js';
  */
 export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_0_accounts': accounts,
+  '2026_11_22_1_platform_wallets': platformWallets,
 };

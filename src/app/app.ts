@@ -4,11 +4,20 @@ import type { Logger } from 'pino';
 import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapters/clickhouse/index.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createRedis } from '../adapters/redis/index.js';
+import {
+  bootstrapChain,
+  createKeystore,
+  createRpcClient,
+  type Keystore,
+  type PlatformChain,
+  type RpcClient,
+} from '../adapters/solana/index.js';
 import type { ApiDeps } from '../api/api-deps.js';
 import { createMetrics, type Metrics } from '../api/metrics.js';
 import type { Config } from '../config/index.js';
 import type { Devstack } from '../devstack/index.js';
 import { checkHealth, type HealthReport, type Probe } from '../domain/health/health.service.js';
+import { resolveMasterKey } from './master-key.js';
 
 /** Every long-lived client a process holds, built once from the resolved stack. */
 export interface App extends ApiDeps {
@@ -19,8 +28,13 @@ export interface App extends ApiDeps {
   redis: Redis;
   clickhouse: ClickHouse;
   metrics: Metrics;
+  /** JSON-RPC client of the chain (hot path; web3.js Connection for anything else). */
+  rpc: RpcClient;
+  keystore: Keystore;
   checkHealth(): Promise<HealthReport>;
   migrate(): Promise<{ postgres: string[]; clickhouse: string[] }>;
+  /** Creates or checks the platform's mints, wallets and token accounts (idempotent). */
+  bootstrapChain(): Promise<PlatformChain>;
   close(): Promise<void>;
 }
 
@@ -31,6 +45,8 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   const redis = createRedis(stack.redis.url, 'client');
   const clickhouse = createClickHouse(stack.clickhouse, config.CLICKHOUSE_DATABASE);
   const metrics = createMetrics();
+  const rpc = createRpcClient(stack.solana.url);
+  const keystore = createKeystore(resolveMasterKey(config, logger));
 
   const probes: Array<{ name: string; source: string; probe: Probe }> = [
     { name: 'postgres', source: stack.postgres.source, probe: () => sql`SELECT 1`.execute(db) },
@@ -59,6 +75,8 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     redis,
     clickhouse,
     metrics,
+    rpc,
+    keystore,
     checkHealth: async () => {
       const report = await checkHealth({ probes, timeoutMs: HEALTH_TIMEOUT_MS });
       metrics.recordHealth(report);
@@ -69,6 +87,11 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
       const ch = await migrateClickHouse(clickhouse);
       return { postgres: postgres.applied, clickhouse: ch.applied };
     },
+    bootstrapChain: () =>
+      bootstrapChain(
+        { rpc, db, keystore, log: (message) => logger.info(`bootstrap: ${message}`) },
+        { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT },
+      ),
     close: async () => {
       await Promise.allSettled([db.destroy(), redis.quit(), clickhouse.close()]);
     },

@@ -26,6 +26,11 @@ const port = z.coerce
   .min(1, { message: 'expected an integer port from 1 to 65535' })
   .max(65535, { message: 'expected an integer port from 1 to 65535' });
 
+const base58Address = z
+  .string()
+  .trim()
+  .regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, { message: 'expected a base58 Solana address' });
+
 /** An empty string counts as unset, as a shell `VAR=` or a blank compose entry means. */
 const optional = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
@@ -66,6 +71,15 @@ export const envSchema = z.object({
   SOLANA_WS_URL: optional(url(['ws:', 'wss:'])),
   /** Port of the embedded localnet's JSON-RPC; its WebSocket listens on the next port. */
   LOCALNET_PORT: port.default(8899),
+  /**
+   * 32 bytes (64 hex characters, or base64) sealing every custodial wallet secret (AES-256-GCM).
+   * Unset outside production: a development key is generated into DATA_DIR/wallet-master.key.
+   */
+  WALLET_MASTER_KEY: optional(z.string().trim()),
+  /** USDC mint. Unset: the mainnet address on the embedded localnet, a mint of our own elsewhere. */
+  USDC_MINT: optional(base58Address),
+  /** The native token's mint. Unset: a mint the bootstrap creates (and records) on first start. */
+  NATIVE_MINT: optional(base58Address),
 });
 
 export type Env = z.infer<typeof envSchema>;

@@ -25,6 +25,8 @@ export interface DevstackOptions {
   persistent: boolean;
   /** Name of the application database inside an embedded Postgres. */
   database?: string;
+  /** Overrides LOCALNET_PORT (tests pass 0: any free pair of ports). */
+  localnetPort?: number;
 }
 
 /**
@@ -62,7 +64,7 @@ export async function startDevstack(config: Config, options: DevstackOptions): P
             rpcUrl: config.SOLANA_RPC_URL,
             wsUrl: config.SOLANA_WS_URL,
             dataDir: config.dataDir,
-            localnetPort: config.LOCALNET_PORT,
+            localnetPort: options.localnetPort ?? config.LOCALNET_PORT,
           });
     if (solana.source === 'embedded') started.push(solana);
 

@@ -29,7 +29,7 @@ export async function startSolana(options: SolanaOptions): Promise<SolanaHandle>
     dir: path.join(options.dataDir, 'localnet'),
     port: options.localnetPort,
   });
-  return { url: localnet.rpcUrl, wsUrl: localnet.wsUrl, source: 'embedded', stop: localnet.close };
+  return { url: localnet.rpcUrl, wsUrl: localnet.wsUrl, source: 'embedded', stop: () => localnet.close() };
 }
 
 /** web3.js's rule: same host, port + 1, ws(s) scheme. */

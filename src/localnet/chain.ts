@@ -13,12 +13,7 @@ import { BLOCKHASH_VALIDITY_BLOCKS, BlockhashQueue } from './blockhash-queue.js'
 import { loadChainState, saveChainState, type ChainState } from './chain-persistence.js';
 import { decodeMint, decodeTokenAccount, PROGRAM, TOKEN_PROGRAMS } from './programs.js';
 import { RPC_CODES, RpcError, invalidParams } from './rpc-error.js';
-import {
-  svm,
-  type FailedTransactionMetadata,
-  type LiteSvm,
-  type TransactionMetadata,
-} from './svm-binding.js';
+import { svm, type LiteSvm, type TransactionMetadata } from './svm-binding.js';
 import { describeValidatorError, toValidatorError, type ValidatorError } from './svm-errors.js';
 import { TransactionStore, type TokenBalance, type TransactionRecord } from './transaction-store.js';
 
@@ -112,6 +107,10 @@ export class LocalChain extends EventEmitter {
 
   get blockHeight(): number {
     return this.state.blockHeight;
+  }
+
+  get slotMs(): number {
+    return this.options.slotMs;
   }
 
   get genesisHash(): string {
@@ -314,8 +313,9 @@ export class LocalChain extends EventEmitter {
     const pre = keyBytes.map((key) => this.vm.getAccount(key));
 
     const result = this.vm.sendVersionedTransaction(wire);
-    const failed = result instanceof svm.FailedTransactionMetadata;
-    const meta: TransactionMetadata = failed ? (result as FailedTransactionMetadata).meta() : result;
+    const failure = result instanceof svm.FailedTransactionMetadata ? result : undefined;
+    const failed = failure !== undefined;
+    const meta: TransactionMetadata = failure ? failure.meta() : (result as TransactionMetadata);
     // Errors found before execution (fee payer missing, bad signature, ...) never land.
     if (failed && meta.signature().every((byte) => byte === 0)) return;
 
@@ -329,7 +329,7 @@ export class LocalChain extends EventEmitter {
       version: tx.version === 'legacy' ? 'legacy' : 0,
       accountKeys: keys,
       loadedAddresses,
-      err: failed ? toValidatorError((result as FailedTransactionMetadata).err()) : null,
+      err: failure ? toValidatorError(failure.err()) : null,
       fee: LAMPORTS_PER_SIGNATURE * tx.message.header.numRequiredSignatures,
       preBalances: pre.map((a) => Number(a?.lamports() ?? 0n)),
       postBalances: post.map((a) => Number(a?.lamports() ?? 0n)),

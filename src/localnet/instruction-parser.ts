@@ -47,7 +47,7 @@ export function parseInstruction(
 }
 
 function parseToken(accounts: string[], data: Buffer): unknown {
-  const tag = data[0];
+  const tag = data[0] ?? -1;
   const amount = () => data.readBigUInt64LE(1);
   switch (tag) {
     case 3: {

@@ -191,11 +191,11 @@ export function encodeAccount(
 export function accountEncoding(value: unknown): AccountEncoding {
   if (value === undefined) return 'base64';
   if (value === 'base64' || value === 'base58' || value === 'jsonParsed') return value;
-  throw invalidParams(`unsupported encoding: ${String(value)}`);
+  throw invalidParams(`unsupported encoding: ${JSON.stringify(value)}`);
 }
 
 export function transactionEncoding(value: unknown): TransactionEncoding {
   if (value === undefined) return 'json';
   if (value === 'json' || value === 'jsonParsed' || value === 'base64' || value === 'base58') return value;
-  throw invalidParams(`unsupported encoding: ${String(value)}`);
+  throw invalidParams(`unsupported encoding: ${JSON.stringify(value)}`);
 }

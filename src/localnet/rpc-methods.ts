@@ -175,6 +175,9 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
       );
     },
 
+    /** Tells clients this is Ledgerfeed's embedded localnet (privileged methods exist here). */
+    localnet_getInfo: () => ({ localnet: true, slotMs: chain.slotMs }),
+
     /**
      * Localnet only (like anvil_setCode): place an account as is. The bootstrap uses it to put
      * our USDC mint at the mainnet USDC address, so mint config is the same on every cluster.
@@ -182,7 +185,7 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
     localnet_setAccount: (params) => {
       const address = stringParam(params, 0, 'pubkey');
       const account = objectParam(params, 1);
-      const [data, dataEncoding] = Array.isArray(account.data) ? account.data : ['', 'base64'];
+      const [data, dataEncoding] = (Array.isArray(account.data) ? account.data : ['', 'base64']) as unknown[];
       if (typeof data !== 'string' || dataEncoding !== 'base64')
         throw invalidParams('data must be [base64, "base64"]');
       if (typeof account.lamports !== 'number' || typeof account.owner !== 'string') {
@@ -213,7 +216,7 @@ function readCommitment(value: unknown): Commitment {
   if (value === 'processed') {
     throw new RpcError(RPC_CODES.invalidParams, 'Method does not support commitment below `confirmed`');
   }
-  throw invalidParams(`unknown commitment: ${String(value)}`);
+  throw invalidParams(`unknown commitment: ${JSON.stringify(value)}`);
 }
 
 function stringParam(params: Params, index: number, name: string): string {

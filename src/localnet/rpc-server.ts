@@ -188,7 +188,7 @@ export function attachPubSub(wss: WebSocketServer, chain: LocalChain): void {
         case 'slotUnsubscribe':
           return reply(slotSubscribers.delete(Number(params[0])));
         case 'signatureSubscribe': {
-          const signature = params[0];
+          const signature: unknown = params[0];
           if (typeof signature !== 'string') {
             return send(socket, {
               jsonrpc: '2.0',

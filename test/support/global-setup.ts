@@ -30,7 +30,9 @@ export default async function setup(project: TestProject) {
   const dataRoot = mkdtempSync(path.join(os.tmpdir(), 'ledgerfeed-test-'));
   chmodSync(dataRoot, 0o755); // the embedded Postgres runs as the OS user `postgres`
   const config = loadConfig({ ...process.env, NODE_ENV: 'test', DATA_DIR: dataRoot });
-  const stack = await startDevstack(config, { persistent: false, database: 'postgres' });
+  // Test files that need a chain start their own in-memory localnet; this one only keeps the
+  // shared stack complete, on free ports so it never collides with a running `npm start`.
+  const stack = await startDevstack(config, { persistent: false, database: 'postgres', localnetPort: 0 });
 
   const template = `lf_template_${process.pid}_${Date.now().toString(36)}`;
   try {

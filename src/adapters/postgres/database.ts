@@ -3,6 +3,14 @@ import type { ColumnType, Generated } from 'kysely';
 /** Kysely's view of the Postgres schema; kept in step with schema/postgres by hand. */
 export interface Database {
   accounts: AccountsTable;
+  platform_wallets: PlatformWalletsTable;
+}
+
+export interface PlatformWalletsTable {
+  role: string;
+  address: string;
+  sealed_secret: string | null;
+  created_at: ColumnType<Date, Date | undefined, never>;
 }
 
 export interface AccountsTable {

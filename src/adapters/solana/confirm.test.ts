@@ -1,0 +1,280 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { ChainError } from './chain-errors.js';
+import { confirmMany, sendAndConfirm, type SignedForSend } from './confirm.js';
+import { createRpcClient, type RpcClient } from './rpc-client.js';
+
+/**
+ * A scripted JSON-RPC peer on 127.0.0.1. A test's "wire" is the UTF-8 of its signature, so the
+ * peer knows which transaction each sendTransaction carries. Each signature has a script of
+ * statuses, one consumed per getSignatureStatuses (the last one repeats).
+ */
+type Status = { slot: number; err: unknown; confirmationStatus: string } | null;
+interface Peer {
+  height: number;
+  scripts: Map<string, Status[]>;
+  /** Statuses found only by a history-wide lookup (searchTransactionHistory: true). */
+  history: Map<string, Status>;
+  sendErrors: Map<string, unknown>;
+  /** getSignatureStatuses HTTP requests to fail with 503 before answering again. */
+  failStatusRequests: number;
+  sends: Array<{ signature: string; skipPreflight: boolean; preflightCommitment: string }>;
+  /** One entry per HTTP request: the JSON-RPC methods it carried. */
+  requests: string[][];
+  historyLookups: string[][];
+}
+let peer: Peer;
+function resetPeer(): void {
+  peer = {
+    height: 100,
+    scripts: new Map(),
+    history: new Map(),
+    sendErrors: new Map(),
+    failStatusRequests: 0,
+    sends: [],
+    requests: [],
+    historyLookups: [],
+  };
+}
+resetPeer();
+
+type Req = { id: number; method: string; params: unknown[] };
+function answer(req: Req): { result: unknown } | { error: unknown } {
+  switch (req.method) {
+    case 'sendTransaction': {
+      const signature = Buffer.from(String(req.params[0]), 'base64').toString('utf8');
+      const config = req.params[1] as { skipPreflight: boolean; preflightCommitment: string };
+      peer.sends.push({
+        signature,
+        skipPreflight: config.skipPreflight,
+        preflightCommitment: config.preflightCommitment,
+      });
+      const error = config.skipPreflight ? undefined : peer.sendErrors.get(signature);
+      return error === undefined ? { result: signature } : { error };
+    }
+    case 'getBlockHeight':
+      return { result: peer.height };
+    case 'getSignatureStatuses': {
+      const [signatures, config] = req.params as [string[], { searchTransactionHistory: boolean }];
+      if (config.searchTransactionHistory) {
+        peer.historyLookups.push(signatures);
+        return {
+          result: { context: { slot: 1 }, value: signatures.map((s) => peer.history.get(s) ?? null) },
+        };
+      }
+      const value = signatures.map((s) => {
+        const script = peer.scripts.get(s) ?? [];
+        return (script.length > 1 ? script.shift() : script[0]) ?? null;
+      });
+      return { result: { context: { slot: 1 }, value } };
+    }
+    default:
+      return { error: { code: -32601, message: 'Method not found' } };
+  }
+}
+
+const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  let text = '';
+  req.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+  req.on('end', () => {
+    const body = JSON.parse(text) as Req | Req[];
+    const reqs = Array.isArray(body) ? body : [body];
+    peer.requests.push(reqs.map((r) => r.method));
+    if (reqs[0]?.method === 'getSignatureStatuses' && peer.failStatusRequests > 0) {
+      peer.failStatusRequests--;
+      res.writeHead(503).end('busy');
+      return;
+    }
+    const answers = reqs.map((r) => ({ jsonrpc: '2.0', id: r.id, ...answer(r) }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify(Array.isArray(body) ? answers : answers[0]));
+  });
+});
+let rpc: RpcClient;
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  rpc = createRpcClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { timeoutMs: 2_000 });
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+beforeEach(resetPeer);
+
+const tx = (signature: string, lastValidBlockHeight = 250): SignedForSend => ({
+  wire: Buffer.from(signature, 'utf8'),
+  signature,
+  lastValidBlockHeight,
+});
+const at = (confirmationStatus: string, err: unknown = null, slot = 42) => ({
+  slot,
+  err,
+  confirmationStatus,
+});
+const fast = { pollMs: 5, resendMs: 60_000 } as const;
+
+async function failureOf(promise: Promise<unknown>): Promise<ChainError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ChainError);
+  return error as ChainError;
+}
+
+describe('sendAndConfirm', () => {
+  test('sends with preflight, then polls through processed until confirmed and returns the slot', async () => {
+    peer.scripts.set('A', [null, at('processed'), at('processed'), at('confirmed', null, 77)]);
+    await expect(sendAndConfirm(rpc, tx('A'), { commitment: 'confirmed', ...fast })).resolves.toEqual({
+      signature: 'A',
+      slot: 77,
+    });
+    expect(peer.sends).toEqual([{ signature: 'A', skipPreflight: false, preflightCommitment: 'confirmed' }]);
+    expect(peer.scripts.get('A')).toHaveLength(1); // every scripted status was seen
+  });
+
+  test('with commitment finalized, a confirmed status is not enough', async () => {
+    peer.scripts.set('A', [at('confirmed'), at('confirmed'), at('finalized', null, 80)]);
+    await expect(sendAndConfirm(rpc, tx('A'), { commitment: 'finalized', ...fast })).resolves.toEqual({
+      signature: 'A',
+      slot: 80,
+    });
+    expect(peer.scripts.get('A')).toHaveLength(1);
+  });
+
+  test('a transaction that landed with an error throws program_error with the on-chain err, once confirmed', async () => {
+    const err = { InstructionError: [0, { Custom: 1 }] };
+    peer.scripts.set('A', [at('processed', err), at('confirmed', err)]);
+    const error = await failureOf(sendAndConfirm(rpc, tx('A'), { commitment: 'confirmed', ...fast }));
+    expect(error).toMatchObject({ kind: 'program_error', retryable: false, err });
+    expect(peer.scripts.get('A')).toHaveLength(1);
+  });
+
+  test('throws a retryable blockhash_expired once block height passes lastValidBlockHeight with no status', async () => {
+    peer.height = 251;
+    const error = await failureOf(sendAndConfirm(rpc, tx('A', 250), { commitment: 'confirmed', ...fast }));
+    expect(error).toMatchObject({ kind: 'blockhash_expired', retryable: true });
+    expect(peer.historyLookups).toEqual([['A']]);
+  });
+
+  test('keeps waiting while block height is at lastValidBlockHeight, then expires when it passes', async () => {
+    peer.height = 250;
+    const pending = sendAndConfirm(rpc, tx('A', 250), { commitment: 'confirmed', pollMs: 5 });
+    setTimeout(() => (peer.height = 251), 100);
+    expect((await failureOf(pending)).kind).toBe('blockhash_expired');
+    expect(peer.requests.filter((r) => r[0] === 'getSignatureStatuses').length).toBeGreaterThan(3);
+  });
+
+  test('past its height, a transaction found by the history-wide lookup is confirmed, not expired', async () => {
+    peer.height = 999;
+    peer.history.set('A', at('finalized', null, 12));
+    await expect(sendAndConfirm(rpc, tx('A', 250), { commitment: 'confirmed', ...fast })).resolves.toEqual({
+      signature: 'A',
+      slot: 12,
+    });
+  });
+
+  test('a preflight failure throws the classified error with logs and sends nothing more', async () => {
+    peer.sendErrors.set('A', {
+      code: -32002,
+      message: 'Transaction simulation failed: Error processing Instruction 0: custom program error: 0x1',
+      data: {
+        err: { InstructionError: [0, { Custom: 1 }] },
+        logs: ['Program log: Error: insufficient funds'],
+      },
+    });
+    const error = await failureOf(sendAndConfirm(rpc, tx('A'), { commitment: 'confirmed', ...fast }));
+    expect(error).toMatchObject({ kind: 'program_error', logs: ['Program log: Error: insufficient funds'] });
+    expect(peer.requests.flat()).toEqual(['sendTransaction']);
+  });
+
+  test('a preflight BlockhashNotFound for a transaction that already landed long ago confirms it', async () => {
+    peer.sendErrors.set('A', {
+      code: -32002,
+      message: 'Blockhash not found',
+      data: { err: 'BlockhashNotFound', logs: [] },
+    });
+    peer.height = 999;
+    peer.history.set('A', at('finalized', null, 5));
+    await expect(sendAndConfirm(rpc, tx('A', 250), { commitment: 'finalized', ...fast })).resolves.toEqual({
+      signature: 'A',
+      slot: 5,
+    });
+  });
+
+  test('a preflight AlreadyProcessed (the bytes landed before) keeps polling and confirms', async () => {
+    peer.sendErrors.set('A', {
+      code: -32002,
+      message: 'This transaction has already been processed',
+      data: { err: 'AlreadyProcessed', logs: [] },
+    });
+    peer.scripts.set('A', [at('confirmed', null, 9)]);
+    await expect(sendAndConfirm(rpc, tx('A'), { commitment: 'confirmed', ...fast })).resolves.toEqual({
+      signature: 'A',
+      slot: 9,
+    });
+  });
+
+  test('re-sends the same bytes with skipPreflight while waiting, and stops when resend is false', async () => {
+    peer.scripts.set('A', [...Array<null>(30).fill(null), at('confirmed')]);
+    await sendAndConfirm(rpc, tx('A'), { commitment: 'confirmed', pollMs: 5, resendMs: 20 });
+    expect(peer.sends.length).toBeGreaterThanOrEqual(3);
+    expect(peer.sends.slice(1).every((s) => s.signature === 'A' && s.skipPreflight)).toBe(true);
+
+    resetPeer();
+    peer.scripts.set('B', [...Array<null>(30).fill(null), at('confirmed')]);
+    await sendAndConfirm(rpc, tx('B'), { commitment: 'confirmed', pollMs: 5, resendMs: 20, resend: false });
+    expect(peer.sends).toHaveLength(1);
+  });
+
+  test('rides out a few failed status polls (HTTP 503) and still confirms', async () => {
+    peer.failStatusRequests = 3;
+    peer.scripts.set('A', [at('confirmed', null, 3)]);
+    await expect(sendAndConfirm(rpc, tx('A'), { commitment: 'confirmed', ...fast })).resolves.toEqual({
+      signature: 'A',
+      slot: 3,
+    });
+    expect(peer.failStatusRequests).toBe(0);
+  });
+});
+
+describe('confirmMany', () => {
+  test('settles each item in order with one getSignatureStatuses per poll and batched sends', async () => {
+    const err = { InstructionError: [1, { Custom: 1 }] };
+    const items = Array.from({ length: 120 }, (_, i) => {
+      const signature = `sig-${i}`;
+      if (i % 10 === 1) peer.scripts.set(signature, [null, at('confirmed', err)]);
+      else if (i % 10 === 2)
+        return tx(signature, 99); // never lands; the peer is at height 100
+      else peer.scripts.set(signature, [null, at('processed'), at('confirmed', null, 1_000 + i)]);
+      return tx(signature);
+    });
+    peer.sendErrors.set('sig-3', { code: -32003, message: 'Transaction signature verification failure' });
+
+    const outcomes = await confirmMany(rpc, items, { commitment: 'confirmed', ...fast });
+
+    expect(outcomes.map((o) => o.signature)).toEqual(items.map((i) => i.signature));
+    outcomes.forEach((outcome, i) => {
+      if (i === 3) expect(outcome).toMatchObject({ ok: false, error: { kind: 'invalid_transaction' } });
+      else if (i % 10 === 1)
+        expect(outcome).toMatchObject({ ok: false, error: { kind: 'program_error', err } });
+      else if (i % 10 === 2)
+        expect(outcome).toMatchObject({ ok: false, error: { kind: 'blockhash_expired' } });
+      else expect(outcome).toEqual({ ok: true, signature: `sig-${i}`, slot: 1_000 + i });
+    });
+    const sendRequests = peer.requests.filter((r) => r[0] === 'sendTransaction');
+    expect(sendRequests).toEqual([Array<string>(120).fill('sendTransaction')]);
+    // Every status request is a single call (not one per signature), and there were only a few polls.
+    const statusRequests = peer.requests.filter((r) => r[0] === 'getSignatureStatuses');
+    expect(statusRequests.every((r) => r.length === 1)).toBe(true);
+    expect(statusRequests.length).toBeLessThanOrEqual(5);
+  });
+
+  test('returns an empty list for no items without touching the network', async () => {
+    await expect(confirmMany(rpc, [], { commitment: 'confirmed' })).resolves.toEqual([]);
+    expect(peer.requests).toEqual([]);
+  });
+});

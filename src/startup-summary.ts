@@ -25,12 +25,15 @@ export function startupSummary(service: RunningService): string {
   }
   rows.push(['Postgres', `${stack.postgres.source.padEnd(9)}${redactUrl(stack.postgres.url)}`]);
   rows.push(['Redis', `${stack.redis.source.padEnd(9)}${redactUrl(stack.redis.url)}`]);
-  rows.push([
-    'ClickHouse',
-    stack.clickhouse.kind === 'chdb'
-      ? `${'embedded'.padEnd(9)}chdb in ${rel(stack.clickhouse.path)} (database ${config.CLICKHOUSE_DATABASE})`
-      : `${'external'.padEnd(9)}${redactUrl(stack.clickhouse.url)} (database ${config.CLICKHOUSE_DATABASE})`,
-  ]);
+  const clickhouse = stack.clickhouse;
+  if (clickhouse) {
+    rows.push([
+      'ClickHouse',
+      clickhouse.kind === 'chdb'
+        ? `${'embedded'.padEnd(9)}chdb in ${rel(clickhouse.path)} (database ${config.CLICKHOUSE_DATABASE})`
+        : `${'external'.padEnd(9)}${redactUrl(clickhouse.url)} (database ${config.CLICKHOUSE_DATABASE})`,
+    ]);
+  }
   rows.push([
     'Solana',
     `${stack.solana.source.padEnd(9)}${stack.solana.url} (WebSocket ${stack.solana.wsUrl})`,

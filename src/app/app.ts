@@ -43,7 +43,9 @@ const HEALTH_TIMEOUT_MS = 2_000;
 export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   const db = createDb(stack.postgres.url);
   const redis = createRedis(stack.redis.url, 'client');
-  const clickhouse = createClickHouse(stack.clickhouse, config.CLICKHOUSE_DATABASE);
+  if (!stack.clickhouse) throw new Error('openApp needs ClickHouse; this stack was started without it');
+  const clickhouseTarget = stack.clickhouse;
+  const clickhouse = createClickHouse(clickhouseTarget, config.CLICKHOUSE_DATABASE);
   const metrics = createMetrics();
   const rpc = createRpcClient(stack.solana.url);
   const keystore = createKeystore(resolveMasterKey(config, logger));
@@ -53,7 +55,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     { name: 'redis', source: stack.redis.source, probe: () => redis.ping() },
     {
       name: 'clickhouse',
-      source: stack.clickhouse.kind === 'chdb' ? 'embedded' : 'external',
+      source: clickhouseTarget.kind === 'chdb' ? 'embedded' : 'external',
       probe: async () => {
         // ping() reports failure in its result instead of throwing.
         const result = await clickhouse.client.ping();

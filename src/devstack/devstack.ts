@@ -12,7 +12,8 @@ import { postgresAnswers } from './postgres-probe.js';
 export interface Devstack {
   readonly postgres: ServiceHandle;
   readonly redis: ServiceHandle;
-  readonly clickhouse: ClickHouseTarget;
+  /** Undefined when the caller asked for no ClickHouse (CLI commands that do not need it). */
+  readonly clickhouse: ClickHouseTarget | undefined;
   readonly solana: SolanaHandle;
   /** Records what this process owns in DATA_DIR/stack.json (with the API URL once it listens). */
   publish(extra: { api?: string }): void;
@@ -25,6 +26,8 @@ export interface DevstackOptions {
   persistent: boolean;
   /** Name of the application database inside an embedded Postgres. */
   database?: string;
+  /** false: do not resolve ClickHouse (a CLI command beside a running `npm start` holding chdb). */
+  clickhouse?: boolean;
   /** Overrides LOCALNET_PORT (tests pass 0: any free pair of ports). */
   localnetPort?: number;
 }
@@ -56,7 +59,10 @@ export async function startDevstack(config: Config, options: DevstackOptions): P
     );
     if (redis.source === 'embedded') started.push(redis);
 
-    const clickhouse = resolveClickHouse(config.CLICKHOUSE_URL, config.dataDir, shared);
+    const clickhouse =
+      options.clickhouse === false
+        ? undefined
+        : resolveClickHouse(config.CLICKHOUSE_URL, config.dataDir, shared);
     const solana: SolanaHandle =
       !config.SOLANA_RPC_URL && shared?.solanaRpc && (await solanaAnswers(shared.solanaRpc))
         ? { url: shared.solanaRpc, wsUrl: websocketUrlOf(shared.solanaRpc), source: 'shared', stop: noStop }
@@ -77,7 +83,7 @@ export async function startDevstack(config: Config, options: DevstackOptions): P
         const state: StackState = { pid: process.pid, startedAt: new Date().toISOString(), ...extra };
         if (postgres.source === 'embedded') state.postgres = postgres.url;
         if (redis.source === 'embedded') state.redis = redis.url;
-        if (clickhouse.kind === 'chdb') state.chdbPath = clickhouse.path;
+        if (clickhouse?.kind === 'chdb') state.chdbPath = clickhouse.path;
         if (solana.source === 'embedded') state.solanaRpc = solana.url;
         writeStackState(config.dataDir, state);
       },

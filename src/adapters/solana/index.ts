@@ -65,3 +65,4 @@ export {
   PLATFORM_SIGNER_ROLES,
   type PlatformSigners,
 } from './platform-keys.js';
+export { fundUsdc, FaucetRefusedError } from './faucet.js';

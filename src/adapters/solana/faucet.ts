@@ -1,0 +1,49 @@
+import { PublicKey } from '@solana/web3.js';
+import { USDC_DECIMALS, type PlatformChain } from './bootstrap.js';
+import { sendAndConfirm } from './confirm.js';
+import type { RpcClient } from './rpc-client.js';
+import { signTransaction } from './sign.js';
+import { buildMintTo } from './transaction-builder.js';
+
+export class FaucetRefusedError extends Error {
+  override name = 'FaucetRefusedError';
+}
+
+/**
+ * Dev faucet: mints USDC (micro-USD = base units) into the owner's associated token account,
+ * creating it. Only on the embedded localnet, where our USDC is a mint we control.
+ */
+export async function fundUsdc(
+  rpc: RpcClient,
+  platform: PlatformChain,
+  owner: string,
+  amountMicro: bigint,
+): Promise<{ signature: string }> {
+  let to: PublicKey;
+  try {
+    to = new PublicKey(owner);
+  } catch {
+    throw new FaucetRefusedError(`${owner} is not a Solana address`);
+  }
+  if (amountMicro <= 0n) throw new FaucetRefusedError('the amount must be above zero');
+  if (platform.cluster !== 'localnet') {
+    throw new FaucetRefusedError(
+      `The faucet mints only on the embedded localnet, not on ${platform.cluster}.`,
+    );
+  }
+  const { blockhash, lastValidBlockHeight } = await rpc.getLatestBlockhash('confirmed');
+  const feePayer = platform.signers.fee_payer;
+  const authority = platform.signers.usdc_mint_authority;
+  const tx = buildMintTo({
+    feePayer: feePayer.publicKey,
+    recentBlockhash: blockhash,
+    mint: platform.usdcMint,
+    decimals: USDC_DECIMALS,
+    authority: authority.publicKey,
+    to,
+    amount: amountMicro,
+  });
+  const signed = signTransaction(tx, [feePayer, authority]);
+  await sendAndConfirm(rpc, { ...signed, lastValidBlockHeight }, { commitment: 'confirmed' });
+  return { signature: signed.signature };
+}

@@ -1,0 +1,26 @@
+import path from 'node:path';
+import { readConfig } from '../config/index.js';
+import { startLocalnet } from '../localnet/localnet.js';
+
+/**
+ * `npm run localnet`: the embedded chain alone, like `solana-test-validator`, on LOCALNET_PORT
+ * (8899, WebSocket 8900) with its state in DATA_DIR/localnet, so other tools can point at it.
+ */
+const config = readConfig();
+const localnet = await startLocalnet({
+  dir: path.join(config.dataDir, 'localnet'),
+  port: config.LOCALNET_PORT,
+});
+console.log(
+  `Ledgerfeed localnet is running\n  JSON-RPC   ${localnet.rpcUrl}\n  WebSocket  ${localnet.wsUrl}\n` +
+    `  Ledger     ${path.relative(process.cwd(), path.join(config.dataDir, 'localnet'))}\n` +
+    `  Genesis    ${localnet.chain.genesisHash}\nPress Ctrl-C to stop.`,
+);
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  void localnet.close().then(() => process.exit(0));
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);

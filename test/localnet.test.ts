@@ -234,6 +234,26 @@ describe('the localnet through web3.js and spl-token', () => {
     expect(fetched?.version).toBe(0);
   });
 
+  test('token accounts are found by owner and read in parsed form', async () => {
+    const byMint = await connection.getParsedTokenAccountsByOwner(alice.publicKey, { mint });
+    expect(byMint.value.map((a) => a.pubkey.toBase58())).toEqual([aliceAta.toBase58()]);
+    const info = byMint.value[0]!.account.data.parsed as { type: string; info: { owner: string; mint: string } };
+    expect(info).toMatchObject({ type: 'account', info: { owner: alice.publicKey.toBase58(), mint: mint.toBase58() } });
+    const byProgram = await connection.getTokenAccountsByOwner(bob.publicKey, { programId: spl.TOKEN_PROGRAM_ID });
+    expect(byProgram.value.map((a) => a.pubkey.toBase58())).toEqual([bobAta.toBase58()]);
+    const many = await connection.getMultipleAccountsInfo([aliceAta, Keypair.generate().publicKey]);
+    expect(many[0]?.owner.toBase58()).toBe(spl.TOKEN_PROGRAM_ID.toBase58());
+    expect(many[1]).toBeNull();
+  });
+
+  test('slot notifications arrive over the WebSocket', async () => {
+    const slots: number[] = [];
+    const id = connection.onSlotChange((info) => slots.push(info.slot));
+    while (slots.length < 2) await new Promise((resolve) => setTimeout(resolve, 50));
+    await connection.removeSlotChangeListener(id);
+    expect(slots[1]).toBe(slots[0]! + 1);
+  });
+
   test('creating an associated token account leaves the FPU state clean', async () => {
     const owner = Keypair.generate();
     await spl.getOrCreateAssociatedTokenAccount(connection, payer, mint, owner.publicKey);

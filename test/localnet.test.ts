@@ -237,9 +237,17 @@ describe('the localnet through web3.js and spl-token', () => {
   test('token accounts are found by owner and read in parsed form', async () => {
     const byMint = await connection.getParsedTokenAccountsByOwner(alice.publicKey, { mint });
     expect(byMint.value.map((a) => a.pubkey.toBase58())).toEqual([aliceAta.toBase58()]);
-    const info = byMint.value[0]!.account.data.parsed as { type: string; info: { owner: string; mint: string } };
-    expect(info).toMatchObject({ type: 'account', info: { owner: alice.publicKey.toBase58(), mint: mint.toBase58() } });
-    const byProgram = await connection.getTokenAccountsByOwner(bob.publicKey, { programId: spl.TOKEN_PROGRAM_ID });
+    const info = byMint.value[0]!.account.data.parsed as {
+      type: string;
+      info: { owner: string; mint: string };
+    };
+    expect(info).toMatchObject({
+      type: 'account',
+      info: { owner: alice.publicKey.toBase58(), mint: mint.toBase58() },
+    });
+    const byProgram = await connection.getTokenAccountsByOwner(bob.publicKey, {
+      programId: spl.TOKEN_PROGRAM_ID,
+    });
     expect(byProgram.value.map((a) => a.pubkey.toBase58())).toEqual([bobAta.toBase58()]);
     const many = await connection.getMultipleAccountsInfo([aliceAta, Keypair.generate().publicKey]);
     expect(many[0]?.owner.toBase58()).toBe(spl.TOKEN_PROGRAM_ID.toBase58());

@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import * as accounts from './2026_11_22_0_accounts.js';
 import * as platformWallets from './2026_11_22_1_platform_wallets.js';
+import * as apiKeysFollows from './2026_11_22_2_api_keys_follows.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -10,4 +11,5 @@ import * as platformWallets from './2026_11_22_1_platform_wallets.js';
 export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_0_accounts': accounts,
   '2026_11_22_1_platform_wallets': platformWallets,
+  '2026_11_22_2_api_keys_follows': apiKeysFollows,
 };

@@ -1,4 +1,8 @@
 import type { Logger } from 'pino';
+import type { RateLimiter } from '../adapters/redis/rate-limiter.js';
+import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
+import type { ApiKeyStore } from '../domain/auth/api-keys.service.js';
+import type { FollowStore } from '../domain/follows/follows.service.js';
 import type { HealthReport } from '../domain/health/health.service.js';
 import type { Metrics } from './metrics.js';
 
@@ -7,4 +11,9 @@ export interface ApiDeps {
   logger: Logger;
   metrics: Metrics;
   checkHealth(): Promise<HealthReport>;
+  accounts: AccountStore;
+  apiKeys: ApiKeyStore;
+  follows: FollowStore;
+  wallets: WalletProvisioner;
+  rateLimiter: RateLimiter;
 }

@@ -1,3 +1,4 @@
+import swagger from '@fastify/swagger';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -8,6 +9,7 @@ import { AppError } from '../domain/errors.js';
 import type { ApiDeps } from './api-deps.js';
 import { httpStatusOf, type ErrorBody } from './error-map.js';
 import { createGraphqlServer } from './graphql/yoga.js';
+import { registerAvatarRoute } from './rest/avatars.route.js';
 import { registerRestRoutes } from './rest/routes.js';
 
 /** Request bodies are small JSON documents; anything larger is a mistake or an attack. */
@@ -22,6 +24,44 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: true,
+    ajv: {
+      // Bodies are taken as sent: "123" is not a number, and an unknown field is an error rather
+      // than silently dropped.
+      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false },
+    },
+    // "display_name must NOT have more than 50 characters": the field named, in the body's terms.
+    schemaErrorFormatter: (errors, dataVar) => {
+      const first = errors[0];
+      const field = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || dataVar;
+      const extra =
+        first?.keyword === 'additionalProperties'
+          ? ` (${String((first.params as { additionalProperty?: string }).additionalProperty)})`
+          : '';
+      return new Error(`${field} ${first?.message ?? 'is invalid'}${extra}`);
+    },
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Ledgerfeed API',
+        version: '1.0.0',
+        description:
+          'REST compatibility layer of the Social Posting Service API (spec/social-posting-api.md).',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'lf_live_<40 base62 characters>' },
+        },
+      },
+      security: [{ apiKey: [] }],
+    },
+    // Only the /api/v1 routes belong in the document.
+    transform: ({ schema, url }) => ({
+      schema: { ...schema, hide: !url.startsWith('/api/v1') || url.endsWith('/openapi.json') },
+      url,
+    }),
   });
 
   app.addHook('onResponse', async (request, reply) => {
@@ -78,6 +118,9 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       .header('content-type', deps.metrics.registry.contentType)
       .send(await deps.metrics.registry.metrics()),
   );
+
+  app.get('/api/v1/openapi.json', () => app.swagger());
+  registerAvatarRoute(app, deps);
 
   await app.register(
     (api, _opts, done) => {

@@ -4,9 +4,14 @@ import type { Logger } from 'pino';
 import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapters/clickhouse/index.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createRedis } from '../adapters/redis/index.js';
+import { createRateLimiter } from '../adapters/redis/rate-limiter.js';
+import { createAccountStore } from '../adapters/postgres/accounts.repository.js';
+import { createApiKeyStore } from '../adapters/postgres/api-keys.repository.js';
+import { createFollowStore } from '../adapters/postgres/follows.repository.js';
 import {
   bootstrapChain,
   createKeystore,
+  createWalletProvisioner,
   createRpcClient,
   type Keystore,
   type PlatformChain,
@@ -33,7 +38,10 @@ export interface App extends ApiDeps {
   keystore: Keystore;
   checkHealth(): Promise<HealthReport>;
   migrate(): Promise<{ postgres: string[]; clickhouse: string[] }>;
-  /** Creates or checks the platform's mints, wallets and token accounts (idempotent). */
+  /**
+   * Creates or checks the platform's mints, wallets and token accounts (idempotent); memoized:
+   * the first call bootstraps, later calls share its result.
+   */
   bootstrapChain(): Promise<PlatformChain>;
   close(): Promise<void>;
 }
@@ -49,6 +57,18 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   const metrics = createMetrics();
   const rpc = createRpcClient(stack.solana.url);
   const keystore = createKeystore(resolveMasterKey(config, logger));
+  const accounts = createAccountStore(db);
+  let bootstrapped: Promise<PlatformChain> | undefined;
+  const platform = (): Promise<PlatformChain> => {
+    bootstrapped ??= bootstrapChain(
+      { rpc, db, keystore, log: (message) => logger.info(`bootstrap: ${message}`) },
+      { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT },
+    ).catch((error: unknown) => {
+      bootstrapped = undefined; // a failed bootstrap (chain down) is retried on the next call
+      throw error;
+    });
+    return bootstrapped;
+  };
 
   const probes: Array<{ name: string; source: string; probe: Probe }> = [
     { name: 'postgres', source: stack.postgres.source, probe: () => sql`SELECT 1`.execute(db) },
@@ -89,11 +109,15 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
       const ch = await migrateClickHouse(clickhouse);
       return { postgres: postgres.applied, clickhouse: ch.applied };
     },
-    bootstrapChain: () =>
-      bootstrapChain(
-        { rpc, db, keystore, log: (message) => logger.info(`bootstrap: ${message}`) },
-        { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT },
-      ),
+    bootstrapChain: platform,
+    accounts,
+    apiKeys: createApiKeyStore(db),
+    follows: createFollowStore(db),
+    wallets: createWalletProvisioner({ rpc, keystore, platform }),
+    rateLimiter: createRateLimiter(redis, {
+      prefix: config.REDIS_PREFIX,
+      multiplier: config.RATE_LIMIT_MULTIPLIER,
+    }),
     close: async () => {
       await Promise.allSettled([db.destroy(), redis.quit(), clickhouse.close()]);
     },

@@ -76,6 +76,11 @@ export const envSchema = z.object({
    * Unset outside production: a development key is generated into DATA_DIR/wallet-master.key.
    */
   WALLET_MASTER_KEY: optional(z.string().trim()),
+  /** Scales every API rate limit (2 doubles them); 0 turns limiting off, for load tests. */
+  RATE_LIMIT_MULTIPLIER: z.coerce
+    .number({ message: 'expected a number >= 0' })
+    .min(0, { message: 'expected a number >= 0' })
+    .default(1),
   /** USDC mint. Unset: the mainnet address on the embedded localnet, a mint of our own elsewhere. */
   USDC_MINT: optional(base58Address),
   /** The native token's mint. Unset: a mint the bootstrap creates (and records) on first start. */

@@ -4,6 +4,24 @@ import type { ColumnType, Generated } from 'kysely';
 export interface Database {
   accounts: AccountsTable;
   platform_wallets: PlatformWalletsTable;
+  api_keys: ApiKeysTable;
+  follows: FollowsTable;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  key_hash: Buffer;
+  scopes: string[];
+  created_at: ColumnType<Date, Date | undefined, never>;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface FollowsTable {
+  follower_id: string;
+  followee_id: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
 }
 
 export interface PlatformWalletsTable {
@@ -22,6 +40,7 @@ export interface AccountsTable {
   social_username: string | null;
   role: Generated<'user' | 'finance' | 'admin'>;
   wallet_address: string | null;
+  wallet_secret: string | null;
   handle_changed_at: Date | null;
   created_at: ColumnType<Date, Date | undefined, never>;
   updated_at: ColumnType<Date, Date | undefined, Date>;

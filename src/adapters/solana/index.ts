@@ -66,3 +66,4 @@ export {
   type PlatformSigners,
 } from './platform-keys.js';
 export { fundUsdc, FaucetRefusedError } from './faucet.js';
+export { createWalletProvisioner } from './custodial-wallets.js';

@@ -1,9 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../api-deps.js';
+import { registerAccountRoutes } from './accounts.routes.js';
+import { createAuthHook } from './auth.hook.js';
+import { registerProfileRoutes } from './profiles.routes.js';
 
 /**
  * The /api/v1 compatibility layer. Each route parses input, calls one service function and maps
- * its result onto the spec's shapes; the resources arrive with their issues (accounts, posts,
- * feed). Until then every /api/v1 path answers the JSON 404 of the not-found handler.
+ * its result onto the spec's shapes. One preHandler authenticates, checks the scope and spends
+ * the rate limit, from each route's `config`.
  */
-export function registerRestRoutes(_api: FastifyInstance, _deps: ApiDeps): void {}
+export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
+  api.addHook('preHandler', createAuthHook(deps));
+  registerAccountRoutes(api, deps);
+  registerProfileRoutes(api, deps);
+}

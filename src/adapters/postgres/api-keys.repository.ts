@@ -1,0 +1,97 @@
+import { sql } from 'kysely';
+import type { Scope } from '../../domain/auth/api-key.js';
+import type { ApiKeyInfo, ApiKeyStore } from '../../domain/auth/api-keys.service.js';
+import type { Db } from './db.js';
+
+export function createApiKeyStore(db: Db): ApiKeyStore {
+  return {
+    insertWithinLimit: (accountId, key, max) =>
+      db.transaction().execute(async (trx) => {
+        // The account row is the lock: concurrent creations for one account queue here.
+        await trx
+          .selectFrom('accounts')
+          .select('id')
+          .where('id', '=', accountId)
+          .forUpdate()
+          .executeTakeFirstOrThrow();
+        const { active } = await trx
+          .selectFrom('api_keys')
+          .select(sql<number>`count(*)::int`.as('active'))
+          .where('account_id', '=', accountId)
+          .where('revoked_at', 'is', null)
+          .executeTakeFirstOrThrow();
+        if (active >= max) return 'limit' as const;
+        const row = await trx
+          .insertInto('api_keys')
+          .values({ id: key.id, account_id: accountId, key_hash: key.hash, scopes: key.scopes })
+          .returning(['id', 'scopes', 'created_at', 'last_used_at', 'revoked_at'])
+          .executeTakeFirstOrThrow();
+        return toInfo(row);
+      }),
+    find: async (id) => {
+      const row = await db
+        .selectFrom('api_keys')
+        .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+        .select([
+          'api_keys.id',
+          'api_keys.account_id',
+          'api_keys.key_hash',
+          'api_keys.scopes',
+          'api_keys.created_at',
+          'api_keys.last_used_at',
+          'api_keys.revoked_at',
+          'accounts.role',
+          'accounts.handle',
+        ])
+        .where('api_keys.id', '=', id)
+        .executeTakeFirst();
+      return (
+        row && {
+          ...toInfo(row),
+          accountId: row.account_id,
+          hash: row.key_hash,
+          accountRole: row.role,
+          accountHandle: row.handle,
+        }
+      );
+    },
+    list: async (accountId) =>
+      (
+        await db
+          .selectFrom('api_keys')
+          .select(['id', 'scopes', 'created_at', 'last_used_at', 'revoked_at'])
+          .where('account_id', '=', accountId)
+          .orderBy('created_at')
+          .execute()
+      ).map(toInfo),
+    revoke: async (id, accountId, at) => {
+      let query = db
+        .updateTable('api_keys')
+        .set({ revoked_at: at })
+        .where('id', '=', id)
+        .where('revoked_at', 'is', null);
+      if (accountId !== null) query = query.where('account_id', '=', accountId);
+      const result = await query.executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+    touch: async (id, at) => {
+      await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+    },
+  };
+}
+
+function toInfo(row: {
+  id: string;
+  scopes: string[];
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}): ApiKeyInfo {
+  return {
+    id: row.id,
+    scopes: row.scopes as Scope[],
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+    revokedAt: row.revoked_at,
+  };
+}

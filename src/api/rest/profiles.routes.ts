@@ -1,0 +1,121 @@
+import type { FastifyInstance } from 'fastify';
+import { findByHandle, requireAccount, updateProfile } from '../../domain/accounts/accounts.service.js';
+import { follow, unfollow } from '../../domain/follows/follows.service.js';
+import type { ApiDeps } from '../api-deps.js';
+import { baseUrlOf } from './base-url.js';
+import {
+  authErrors,
+  errorBody,
+  handleParams,
+  ownProfile,
+  profilePatchBody,
+  publicProfile,
+} from './schemas.js';
+import { NO_MONEY, ownProfileView, publicProfileView, updatedProfileView } from './views.js';
+
+/**
+ * Own profile, public profiles and follows. Scope choices where the spec is silent or torn
+ * (README): profile update needs `read` (as the spec says), follow and unfollow need `engage`.
+ */
+export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void {
+  api.get(
+    '/me',
+    {
+      config: { scope: 'read', bucket: 'read' },
+      schema: { summary: 'Own profile', tags: ['profiles'], response: { 200: ownProfile, ...authErrors } },
+    },
+    async (request) => {
+      const account = await requireAccount(deps.accounts, request.viewer!.accountId);
+      return ownProfileView(account, NO_MONEY, baseUrlOf(request));
+    },
+  );
+
+  api.patch<{ Body: Record<string, unknown> }>(
+    '/me/profile',
+    {
+      config: { scope: 'read', bucket: 'read' },
+      schema: {
+        summary: 'Update own profile (only supplied fields change; handle once per 7 days)',
+        tags: ['profiles'],
+        body: profilePatchBody,
+        response: {
+          200: {
+            type: 'object',
+            required: ['handle', 'display_name', 'bio', 'avatar_url'],
+            properties: {
+              handle: { type: 'string' },
+              display_name: { type: 'string' },
+              bio: { type: 'string' },
+              avatar_url: { type: 'string', format: 'uri' },
+            },
+          },
+          400: errorBody,
+          409: errorBody,
+          ...authErrors,
+        },
+      },
+    },
+    async (request) => {
+      const account = await updateProfile(deps, request.viewer!.accountId, request.body);
+      return updatedProfileView(account, baseUrlOf(request));
+    },
+  );
+
+  api.get<{ Params: { handle: string } }>(
+    '/users/:handle',
+    {
+      config: { scope: 'read', bucket: 'read' },
+      schema: {
+        summary: 'Public profile',
+        tags: ['profiles'],
+        params: handleParams,
+        response: { 200: publicProfile, 404: errorBody, ...authErrors },
+      },
+    },
+    async (request) => {
+      const account = await findByHandle(deps.accounts, request.params.handle);
+      return publicProfileView(account, await deps.accounts.stats(account.id), baseUrlOf(request));
+    },
+  );
+
+  const followResponse = {
+    200: { type: 'object', required: ['followed'], properties: { followed: { type: 'boolean' } } },
+    400: errorBody,
+    404: errorBody,
+    ...authErrors,
+  } as const;
+
+  api.post<{ Params: { handle: string } }>(
+    '/users/:handle/follow',
+    {
+      config: { scope: 'engage', bucket: 'like' },
+      schema: {
+        summary: 'Follow a user (idempotent)',
+        tags: ['profiles'],
+        params: handleParams,
+        response: followResponse,
+      },
+    },
+    async (request) => {
+      const { followed } = await follow(deps, request.viewer!.accountId, request.params.handle);
+      return { followed };
+    },
+  );
+
+  api.delete<{ Params: { handle: string } }>(
+    '/users/:handle/follow',
+    {
+      config: { scope: 'engage', bucket: 'like' },
+      schema: {
+        summary: 'Unfollow a user (idempotent)',
+        tags: ['profiles'],
+        params: handleParams,
+        response: followResponse,
+      },
+    },
+    async (request) => {
+      const { followed } = await unfollow(deps, request.viewer!.accountId, request.params.handle);
+      return { followed };
+    },
+  );
+}

@@ -1,0 +1,90 @@
+/**
+ * JSON Schemas of the /api/v1 routes: Fastify validates requests and serialises responses with
+ * them, and schema/openapi.json is generated from them. Rules here mirror the domain's
+ * (src/domain/accounts/profile-rules.ts), which checks them again for GraphQL and the CLI.
+ */
+export const errorBody = {
+  type: 'object',
+  required: ['error', 'message'],
+  properties: { error: { type: 'string' }, message: { type: 'string' } },
+} as const;
+
+const handle = { type: 'string', pattern: '^[a-z0-9_]{3,20}$', description: '3-20 of a-z, 0-9, _' } as const;
+
+export const ownProfile = {
+  type: 'object',
+  required: [
+    'handle',
+    'display_name',
+    'avatar_url',
+    'bio',
+    'wallet_address',
+    'earned_usdc',
+    'total_earned',
+    'total_spent',
+  ],
+  properties: {
+    handle: { type: 'string' },
+    display_name: { type: 'string' },
+    avatar_url: { type: 'string', format: 'uri' },
+    bio: { type: 'string' },
+    wallet_address: { type: 'string' },
+    social_username: { type: 'string', description: 'Present only when linked' },
+    earned_usdc: { type: 'number', description: 'Available USDC balance, in dollars' },
+    total_earned: { type: 'number' },
+    total_spent: { type: 'number' },
+  },
+} as const;
+
+export const publicProfile = {
+  type: 'object',
+  required: [
+    'handle',
+    'display_name',
+    'avatar_url',
+    'bio',
+    'wallet_address',
+    'follower_count',
+    'following_count',
+    'post_count',
+  ],
+  properties: {
+    handle: { type: 'string' },
+    display_name: { type: 'string' },
+    avatar_url: { type: 'string', format: 'uri' },
+    bio: { type: 'string' },
+    wallet_address: { type: 'string' },
+    social_username: { type: 'string' },
+    follower_count: { type: 'integer' },
+    following_count: { type: 'integer' },
+    post_count: { type: 'integer' },
+  },
+} as const;
+
+export const signUpBody = {
+  type: 'object',
+  required: ['handle'],
+  additionalProperties: false,
+  properties: { handle, display_name: { type: 'string', maxLength: 50 } },
+} as const;
+
+export const profilePatchBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    handle,
+    display_name: { type: 'string', maxLength: 50 },
+    bio: { type: 'string', maxLength: 160 },
+  },
+} as const;
+
+export const handleParams = {
+  type: 'object',
+  required: ['handle'],
+  properties: {
+    handle: { type: 'string', maxLength: 64, description: 'Without the @ (a leading @ is tolerated)' },
+  },
+} as const;
+
+/** Standard error answers every authenticated route documents. */
+export const authErrors = { 401: errorBody, 403: errorBody, 429: errorBody } as const;

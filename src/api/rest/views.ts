@@ -1,0 +1,58 @@
+import type { Account, AccountMoney, AccountStats } from '../../domain/accounts/account.js';
+import { MICRO_PER_USD } from '../../domain/money/usd.js';
+
+/**
+ * The spec's shapes, built from domain types. Money leaves as a JSON number of dollars only here,
+ * at the edge, as the spec prints it; everything behind this file is bigint micro-USD.
+ */
+export function usdNumber(micro: bigint): number {
+  return Number(micro) / Number(MICRO_PER_USD);
+}
+
+/** Our default avatar until one is set: an SVG we serve, so `avatar_url` is always a URL. */
+export function avatarUrl(account: Account, baseUrl: string): string {
+  return account.avatarUrl ?? `${baseUrl}/avatars/${account.id}.svg`;
+}
+
+const social = (account: Account) =>
+  account.socialUsername ? { social_username: account.socialUsername } : {};
+
+export function ownProfileView(account: Account, money: AccountMoney, baseUrl: string) {
+  return {
+    handle: account.handle,
+    display_name: account.displayName,
+    avatar_url: avatarUrl(account, baseUrl),
+    bio: account.bio,
+    wallet_address: account.walletAddress,
+    ...social(account),
+    earned_usdc: usdNumber(money.availableMicro),
+    total_earned: usdNumber(money.totalEarnedMicro),
+    total_spent: usdNumber(money.totalSpentMicro),
+  };
+}
+
+export function publicProfileView(account: Account, stats: AccountStats, baseUrl: string) {
+  return {
+    handle: account.handle,
+    display_name: account.displayName,
+    avatar_url: avatarUrl(account, baseUrl),
+    bio: account.bio,
+    wallet_address: account.walletAddress,
+    ...social(account),
+    follower_count: stats.followerCount,
+    following_count: stats.followingCount,
+    post_count: stats.postCount,
+  };
+}
+
+export function updatedProfileView(account: Account, baseUrl: string) {
+  return {
+    handle: account.handle,
+    display_name: account.displayName,
+    bio: account.bio,
+    avatar_url: avatarUrl(account, baseUrl),
+  };
+}
+
+/** Until the ledger (write-path issue) exists, every account has moved no money. */
+export const NO_MONEY: AccountMoney = { availableMicro: 0n, totalEarnedMicro: 0n, totalSpentMicro: 0n };

@@ -1,0 +1,30 @@
+export type AccountRole = 'user' | 'finance' | 'admin';
+export const ACCOUNT_ROLES: readonly AccountRole[] = ['user', 'finance', 'admin'];
+
+export interface Account {
+  id: string;
+  handle: string;
+  displayName: string;
+  bio: string;
+  /** Null until the user sets one; profiles then show the default avatar we serve. */
+  avatarUrl: string | null;
+  socialUsername: string | null;
+  role: AccountRole;
+  walletAddress: string;
+  handleChangedAt: Date | null;
+  createdAt: Date;
+}
+
+/** Counts shown on a public profile. */
+export interface AccountStats {
+  followerCount: number;
+  followingCount: number;
+  postCount: number;
+}
+
+/** Balances in micro-USD (bigint); zero until the ledger moves money. */
+export interface AccountMoney {
+  availableMicro: bigint;
+  totalEarnedMicro: bigint;
+  totalSpentMicro: bigint;
+}

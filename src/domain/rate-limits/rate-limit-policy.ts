@@ -1,0 +1,46 @@
+/**
+ * The request budgets of the API, per subject (an account, or a client IP where there is no
+ * account yet), from the Limits section of spec/social-posting-api.md. Pure data and arithmetic:
+ * counting lives in adapters/redis/rate-limiter.ts.
+ */
+
+export type RateLimitBucket = 'post' | 'read' | 'like' | 'repost' | 'send' | 'signup';
+
+export interface RateLimitRule {
+  /** Requests allowed per window, before the deployment's multiplier. */
+  limit: number;
+  /** Length of one fixed window, in seconds. */
+  windowSeconds: number;
+}
+
+export const RATE_LIMITS: Readonly<Record<RateLimitBucket, Readonly<RateLimitRule>>> = Object.freeze({
+  /** Posts, replies and quotes: 10 per minute (spec). */
+  post: { limit: 10, windowSeconds: 60 },
+  /** Read requests: 60 per minute (spec). */
+  read: { limit: 60, windowSeconds: 60 },
+  /** Likes and unlikes together: 30 per minute (spec). */
+  like: { limit: 30, windowSeconds: 60 },
+  /** Reposts: 10 per minute (spec). */
+  repost: { limit: 10, windowSeconds: 60 },
+  /** Send USDC: 5 per minute (spec). */
+  send: { limit: 5, windowSeconds: 60 },
+  /**
+   * Open account creation, per client IP: 5 per hour. Not in the spec (it shows no limit for
+   * sign-up); our choice, so one address cannot mint accounts in bulk to spread the per-account
+   * budgets above, while a shared NAT still lets a handful of people sign up in an hour.
+   */
+  signup: { limit: 5, windowSeconds: 3_600 },
+});
+
+/**
+ * The limit that applies to `bucket` once the deployment's multiplier is applied, or null when
+ * limits are off (multiplier 0). A positive multiplier never brings a limit below 1, so a tiny
+ * multiplier throttles hard but never locks a bucket shut.
+ */
+export function effectiveLimit(bucket: RateLimitBucket, multiplier: number): number | null {
+  if (multiplier === 0) return null;
+  if (!Number.isFinite(multiplier) || multiplier < 0) {
+    throw new RangeError(`rate limit multiplier must be 0 or a positive number, got ${multiplier}`);
+  }
+  return Math.max(1, Math.floor(RATE_LIMITS[bucket].limit * multiplier));
+}

@@ -1,0 +1,245 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { buildServer } from '../src/api/server.js';
+import { openTestEnv, type TestEnv } from './support/test-env.js';
+
+let env: TestEnv;
+let server: FastifyInstance;
+let base: string;
+
+beforeAll(async () => {
+  env = await openTestEnv({}, { chain: true });
+  await env.app.bootstrapChain();
+  server = await buildServer(env.app);
+  base = await server.listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(async () => {
+  await server?.close();
+  await env?.close();
+});
+
+async function call(
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(options.key ? { authorization: `Bearer ${options.key}` } : {}),
+      ...options.headers,
+    },
+    body:
+      options.body === undefined
+        ? undefined
+        : typeof options.body === 'string'
+          ? options.body
+          : JSON.stringify(options.body),
+  });
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, body: json as Record<string, any>, text };
+}
+
+async function signUp(handle: string, displayName?: string) {
+  const response = await call('POST', '/api/v1/accounts', {
+    body: { handle, ...(displayName ? { display_name: displayName } : {}) },
+  });
+  expect(response.status, response.text).toBe(201);
+  return response.body as { account: Record<string, any>; api_key: string };
+}
+
+let alice: { account: Record<string, any>; api_key: string };
+let bob: { account: Record<string, any>; api_key: string };
+
+describe('sign-up', () => {
+  test('creates the account, its wallet with token accounts on chain, and a key shown once', async () => {
+    alice = await signUp('alice_1', 'Alice');
+    expect(alice.api_key).toMatch(/^lf_live_[0-9A-Za-z]{40}$/);
+    expect(alice.account).toEqual({
+      handle: 'alice_1',
+      display_name: 'Alice',
+      avatar_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/avatars\/[0-9a-f-]{36}\.svg$/),
+      bio: '',
+      wallet_address: expect.stringMatching(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/),
+      earned_usdc: 0,
+      total_earned: 0,
+      total_spent: 0,
+    });
+    const platform = await env.app.bootstrapChain();
+    const accounts = await env.app.rpc.call<{
+      value: Array<{ account: { data: { parsed: { info: { mint: string } } } } }>;
+    }>('getTokenAccountsByOwner', [
+      alice.account.wallet_address,
+      { programId: 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA' },
+      { encoding: 'jsonParsed' },
+    ]);
+    expect(accounts.value.map((a) => a.account.data.parsed.info.mint).sort()).toEqual(
+      [platform.usdcMint.toBase58(), platform.nativeMint.toBase58()].sort(),
+    );
+    const avatar = await fetch(alice.account.avatar_url as string);
+    expect(avatar.headers.get('content-type')).toBe('image/svg+xml');
+    bob = await signUp('bob_2');
+    expect(bob.account.display_name).toBe('bob_2');
+  });
+
+  test('keys are stored only as hashes', async () => {
+    const rows = await env.app.db.selectFrom('api_keys').selectAll().execute();
+    expect(rows.length).toBeGreaterThanOrEqual(2);
+    for (const row of rows) {
+      expect(row.key_hash).toHaveLength(32);
+      expect(JSON.stringify(row)).not.toContain(alice.api_key.slice(8));
+      expect(JSON.stringify(row)).not.toContain(bob.api_key.slice(8));
+    }
+  });
+
+  test('a taken handle is 409, a bad handle 400 naming the field, a non-JSON body 415', async () => {
+    expect((await call('POST', '/api/v1/accounts', { body: { handle: 'alice_1' } })).body).toEqual({
+      error: 'conflict',
+      message: 'The handle "alice_1" is taken',
+    });
+    const bad = await call('POST', '/api/v1/accounts', { body: { handle: 'Bad Handle' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ error: 'invalid_request', message: expect.stringMatching(/^handle /) });
+    const extra = await call('POST', '/api/v1/accounts', { body: { handle: 'carol_3', admin: true } });
+    expect(extra.status).toBe(400);
+    expect(extra.body.message).toMatch(/additional properties \(admin\)/);
+    const form = await call('POST', '/api/v1/accounts', {
+      body: 'handle=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(form.status).toBe(415);
+  });
+});
+
+describe('authentication and scopes', () => {
+  test('a missing or invalid key is 401 with exactly error and message', async () => {
+    const missing = await call('GET', '/api/v1/me');
+    expect(missing.status).toBe(401);
+    expect(Object.keys(missing.body)).toEqual(['error', 'message']);
+    expect(missing.body.error).toBe('unauthorized');
+    for (const key of ['lf_live_nope', `${alice.api_key.slice(0, -1)}X`, 'Basic abc']) {
+      const invalid = await call('GET', '/api/v1/me', {
+        headers: { authorization: key.startsWith('Basic') ? key : `Bearer ${key}` },
+      });
+      expect(invalid.status).toBe(401);
+      expect(invalid.body).toEqual({ error: 'unauthorized', message: 'Invalid API key' });
+    }
+  });
+
+  test('a key without the route scope is 403 naming the scope', async () => {
+    const { key } = await (
+      await import('../src/domain/auth/api-keys.service.js')
+    ).createApiKey(env.app.apiKeys, (await env.app.accounts.byHandle('bob_2'))!.id, ['post']);
+    const response = await call('GET', '/api/v1/me', { key });
+    expect(response.status).toBe(403);
+    expect(response.body).toEqual({ error: 'forbidden', message: "API key lacks the 'read' scope" });
+    const follow = await call('POST', '/api/v1/users/alice_1/follow', { key });
+    expect(follow.body).toEqual({ error: 'forbidden', message: "API key lacks the 'engage' scope" });
+  });
+
+  test('a third key is refused', async () => {
+    const { createApiKey } = await import('../src/domain/auth/api-keys.service.js');
+    const bobId = (await env.app.accounts.byHandle('bob_2'))!.id;
+    await expect(createApiKey(env.app.apiKeys, bobId)).rejects.toThrow(/at most 2 API keys/);
+  });
+});
+
+describe('profiles', () => {
+  test('GET /me is the own profile', async () => {
+    const me = await call('GET', '/api/v1/me', { key: alice.api_key });
+    expect(me.status).toBe(200);
+    expect(me.body).toEqual(alice.account);
+    expect(me.headers.get('ratelimit-policy')).toBe('"read";q=60;w=60');
+    expect(me.headers.get('ratelimit')).toMatch(/^"read";r=\d+;t=\d+$/);
+  });
+
+  test('PATCH changes only the fields sent, and validates each', async () => {
+    const patched = await call('PATCH', '/api/v1/me/profile', {
+      key: alice.api_key,
+      body: { bio: 'I post.' },
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toEqual({
+      handle: 'alice_1',
+      display_name: 'Alice',
+      bio: 'I post.',
+      avatar_url: alice.account.avatar_url,
+    });
+    const long = await call('PATCH', '/api/v1/me/profile', {
+      key: alice.api_key,
+      body: { bio: 'x'.repeat(161) },
+    });
+    expect(long.status).toBe(400);
+    expect(long.body.message).toBe('bio must NOT have more than 160 characters');
+    const wrongType = await call('PATCH', '/api/v1/me/profile', {
+      key: alice.api_key,
+      body: { display_name: 42 },
+    });
+    expect(wrongType.status).toBe(400);
+    expect(wrongType.body.message).toBe('display_name must be string');
+  });
+
+  test('a handle changes once per 7 days; the refusal says when it may change again', async () => {
+    const renamed = await call('PATCH', '/api/v1/me/profile', {
+      key: alice.api_key,
+      body: { handle: 'alice_new' },
+    });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.handle).toBe('alice_new');
+    const taken = await call('PATCH', '/api/v1/me/profile', {
+      key: bob.api_key,
+      body: { handle: 'alice_new' },
+    });
+    expect(taken.status).toBe(409);
+    const again = await call('PATCH', '/api/v1/me/profile', {
+      key: alice.api_key,
+      body: { handle: 'alice_again' },
+    });
+    expect(again.status).toBe(409);
+    const allowedAt = /allowed at (\S+)$/.exec(again.body.message as string)?.[1];
+    expect(new Date(allowedAt!).getTime() - Date.now()).toBeGreaterThan(6.9 * 24 * 3600 * 1000);
+  });
+
+  test('public profiles count follows; follow is idempotent and DELETE unfollows', async () => {
+    expect((await call('POST', '/api/v1/users/@alice_new/follow', { key: bob.api_key })).body).toEqual({
+      followed: true,
+    });
+    expect((await call('POST', '/api/v1/users/alice_new/follow', { key: bob.api_key })).body).toEqual({
+      followed: true,
+    });
+    const profile = await call('GET', '/api/v1/users/@alice_new', { key: bob.api_key });
+    expect(profile.body).toMatchObject({
+      handle: 'alice_new',
+      follower_count: 1,
+      following_count: 0,
+      post_count: 0,
+    });
+    expect(Object.keys(profile.body).sort()).toEqual(
+      [
+        'avatar_url',
+        'bio',
+        'display_name',
+        'follower_count',
+        'following_count',
+        'handle',
+        'post_count',
+        'wallet_address',
+      ].sort(),
+    );
+    expect((await call('DELETE', '/api/v1/users/alice_new/follow', { key: bob.api_key })).body).toEqual({
+      followed: false,
+    });
+    expect((await call('GET', '/api/v1/users/alice_new', { key: bob.api_key })).body.follower_count).toBe(0);
+    expect((await call('POST', '/api/v1/users/bob_2/follow', { key: bob.api_key })).status).toBe(400);
+    const unknown = await call('GET', '/api/v1/users/nobody_here', { key: bob.api_key });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toEqual({ error: 'not_found', message: 'No account with handle "nobody_here"' });
+  });
+});

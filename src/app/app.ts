@@ -5,27 +5,15 @@ import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapter
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createRedis } from '../adapters/redis/index.js';
 import { createRateLimiter } from '../adapters/redis/rate-limiter.js';
-import { createAccountStore } from '../adapters/postgres/accounts.repository.js';
-import { createApiKeyStore } from '../adapters/postgres/api-keys.repository.js';
-import { createFollowStore } from '../adapters/postgres/follows.repository.js';
-import {
-  bootstrapChain,
-  createKeystore,
-  createWalletProvisioner,
-  createRpcClient,
-  type Keystore,
-  type PlatformChain,
-  type RpcClient,
-} from '../adapters/solana/index.js';
 import type { ApiDeps } from '../api/api-deps.js';
 import { createMetrics, type Metrics } from '../api/metrics.js';
 import type { Config } from '../config/index.js';
 import type { Devstack } from '../devstack/index.js';
 import { checkHealth, type HealthReport, type Probe } from '../domain/health/health.service.js';
-import { resolveMasterKey } from './master-key.js';
+import { createLedgerCore, type LedgerCore } from './ledger-core.js';
 
 /** Every long-lived client a process holds, built once from the resolved stack. */
-export interface App extends ApiDeps {
+export interface App extends ApiDeps, LedgerCore {
   config: Config;
   logger: Logger;
   stack: Devstack;
@@ -33,16 +21,8 @@ export interface App extends ApiDeps {
   redis: Redis;
   clickhouse: ClickHouse;
   metrics: Metrics;
-  /** JSON-RPC client of the chain (hot path; web3.js Connection for anything else). */
-  rpc: RpcClient;
-  keystore: Keystore;
   checkHealth(): Promise<HealthReport>;
   migrate(): Promise<{ postgres: string[]; clickhouse: string[] }>;
-  /**
-   * Creates or checks the platform's mints, wallets and token accounts (idempotent); memoized:
-   * the first call bootstraps, later calls share its result.
-   */
-  bootstrapChain(): Promise<PlatformChain>;
   close(): Promise<void>;
 }
 
@@ -55,20 +35,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   const clickhouseTarget = stack.clickhouse;
   const clickhouse = createClickHouse(clickhouseTarget, config.CLICKHOUSE_DATABASE);
   const metrics = createMetrics();
-  const rpc = createRpcClient(stack.solana.url);
-  const keystore = createKeystore(resolveMasterKey(config, logger));
-  const accounts = createAccountStore(db);
-  let bootstrapped: Promise<PlatformChain> | undefined;
-  const platform = (): Promise<PlatformChain> => {
-    bootstrapped ??= bootstrapChain(
-      { rpc, db, keystore, log: (message) => logger.info(`bootstrap: ${message}`) },
-      { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT },
-    ).catch((error: unknown) => {
-      bootstrapped = undefined; // a failed bootstrap (chain down) is retried on the next call
-      throw error;
-    });
-    return bootstrapped;
-  };
+  const core = createLedgerCore(config, logger, db, stack.solana.url);
 
   const probes: Array<{ name: string; source: string; probe: Probe }> = [
     { name: 'postgres', source: stack.postgres.source, probe: () => sql`SELECT 1`.execute(db) },
@@ -97,8 +64,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     redis,
     clickhouse,
     metrics,
-    rpc,
-    keystore,
+    ...core,
     checkHealth: async () => {
       const report = await checkHealth({ probes, timeoutMs: HEALTH_TIMEOUT_MS });
       metrics.recordHealth(report);
@@ -109,11 +75,6 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
       const ch = await migrateClickHouse(clickhouse);
       return { postgres: postgres.applied, clickhouse: ch.applied };
     },
-    bootstrapChain: platform,
-    accounts,
-    apiKeys: createApiKeyStore(db),
-    follows: createFollowStore(db),
-    wallets: createWalletProvisioner({ rpc, keystore, platform }),
     rateLimiter: createRateLimiter(redis, {
       prefix: config.REDIS_PREFIX,
       multiplier: config.RATE_LIMIT_MULTIPLIER,

@@ -1,89 +1,158 @@
+import { parseArgs } from 'node:util';
 import { PublicKey } from '@solana/web3.js';
-import { createDb, migratePostgres } from '../adapters/postgres/index.js';
-import {
-  associatedTokenAccount,
-  bootstrapChain,
-  createKeystore,
-  createRpcClient,
-  fundUsdc,
-} from '../adapters/solana/index.js';
-import { resolveMasterKey } from '../app/master-key.js';
-import { readConfig } from '../config/index.js';
-import { startDevstack } from '../devstack/index.js';
+import { associatedTokenAccount, fundUsdc } from '../adapters/solana/index.js';
+import { ACCOUNT_ROLES, type AccountRole } from '../domain/accounts/account.js';
+import { createAccount, findByHandle } from '../domain/accounts/accounts.service.js';
+import { parseScopes } from '../domain/auth/api-key.js';
+import { createApiKey, revokeApiKey } from '../domain/auth/api-keys.service.js';
 import { AppError } from '../domain/errors.js';
 import { formatMicroUsd, parseUsdToMicro } from '../domain/money/usd.js';
-import { createLogger } from '../logger.js';
+import { withCliContext } from './cli-context.js';
 
 const USAGE = `Usage: npm run cli -- <command>
 
 Commands:
-  fund <address> <usd>   mint localnet USDC into the address's USDC account (dev faucet)
+  accounts create <handle> [--display-name NAME] [--role user|finance|admin]
+  keys create <handle> [--scopes read,post,engage,send]   prints the key once
+  keys list <handle>
+  keys revoke <id>
+  fund <handle|address> <usd>                            mint localnet USDC (dev faucet)
 
 While \`npm start\` runs with the same DATA_DIR, commands use its Postgres and chain (stack.json);
 otherwise they start the embedded services for the duration of the command.`;
 
+class UsageError extends Error {}
+
 async function main(argv: string[]): Promise<number> {
-  const [command, ...args] = argv;
+  const [group, ...rest] = argv;
+  const command = group === 'accounts' || group === 'keys' ? `${group} ${rest.shift() ?? ''}` : group;
   switch (command) {
+    case 'accounts create':
+      return accountsCreate(rest);
+    case 'keys create':
+      return keysCreate(rest);
+    case 'keys list':
+      return keysList(rest);
+    case 'keys revoke':
+      return keysRevoke(rest);
     case 'fund':
-      return fund(args);
+      return fund(rest);
     case undefined:
     case 'help':
     case '--help':
       console.log(USAGE);
       return command === undefined ? 2 : 0;
     default:
-      console.error(`Unknown command: ${command}\n\n${USAGE}`);
-      return 2;
+      throw new UsageError(`Unknown command: ${command}`);
   }
 }
 
-async function fund(args: string[]): Promise<number> {
-  const [address, usd] = args;
-  if (!address || !usd || args.length !== 2) {
-    console.error(
-      'Usage: npm run cli -- fund <address> <usd>   (accounts by handle arrive with the accounts issue)',
-    );
-    return 2;
+async function accountsCreate(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { 'display-name': { type: 'string' }, role: { type: 'string', default: 'user' } },
+  });
+  const [handle] = positionals;
+  if (!handle || positionals.length !== 1) throw new UsageError('accounts create takes one handle');
+  if (!ACCOUNT_ROLES.includes(values.role as AccountRole)) {
+    throw new UsageError(`--role must be one of ${ACCOUNT_ROLES.join(', ')}`);
   }
-  const amountMicro = parseUsdToMicro(usd);
-  const config = readConfig();
-  const logger = createLogger(config);
-  // No ClickHouse: a running `npm start` holds the chdb folder, and funding does not need it.
-  const stack = await startDevstack(config, { persistent: true, clickhouse: false });
-  const db = createDb(stack.postgres.url, { max: 2 });
-  try {
-    await migratePostgres(db);
-    const rpc = createRpcClient(stack.solana.url);
-    const keystore = createKeystore(resolveMasterKey(config, logger));
-    const platform = await bootstrapChain(
-      { rpc, db, keystore, log: (message) => logger.info(`bootstrap: ${message}`) },
-      { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT },
-    );
-    const { signature } = await fundUsdc(rpc, platform, address, amountMicro);
-    const account = associatedTokenAccount(platform.usdcMint, new PublicKey(address));
-    const balance = await rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
-      account.toBase58(),
-    ]);
+  return withCliContext(async (ctx) => {
+    const account = await createAccount(ctx, {
+      handle,
+      displayName: values['display-name'],
+      role: values.role as AccountRole,
+    });
     console.log(
-      `Funded ${address} with $${formatMicroUsd(amountMicro)} USDC\n` +
+      `Created @${account.handle} (${account.role})\n  id      ${account.id}\n  wallet  ${account.walletAddress}\n` +
+        `Create its API key with: npm run cli -- keys create ${account.handle}`,
+    );
+    return 0;
+  });
+}
+
+async function keysCreate(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { scopes: { type: 'string' } } });
+  const [handle] = positionals;
+  if (!handle || positionals.length !== 1) throw new UsageError('keys create takes one handle');
+  let scopes;
+  try {
+    scopes = values.scopes === undefined ? undefined : parseScopes(values.scopes);
+  } catch (error) {
+    throw new UsageError(`--scopes: ${(error as Error).message}`);
+  }
+  return withCliContext(async (ctx) => {
+    const account = await findByHandle(ctx.accounts, handle);
+    const { key, info } = await createApiKey(ctx.apiKeys, account.id, scopes);
+    console.log(
+      `API key ${info.id} for @${account.handle} (scopes: ${info.scopes.join(', ')})\n\n  ${key}\n\n` +
+        'This is the only time the key is shown: store it now.',
+    );
+    return 0;
+  });
+}
+
+async function keysList(args: string[]): Promise<number> {
+  const [handle] = args;
+  if (!handle || args.length !== 1) throw new UsageError('keys list takes one handle');
+  return withCliContext(async (ctx) => {
+    const account = await findByHandle(ctx.accounts, handle);
+    const keys = await ctx.apiKeys.list(account.id);
+    if (keys.length === 0) console.log(`@${account.handle} has no API keys`);
+    for (const key of keys) {
+      const state = key.revokedAt ? `revoked ${key.revokedAt.toISOString()}` : 'active';
+      const used = key.lastUsedAt ? key.lastUsedAt.toISOString() : 'never';
+      console.log(`${key.id}  ${state.padEnd(32)}  scopes ${key.scopes.join(',').padEnd(22)}  created ${key.createdAt.toISOString()}  last used ${used}`);
+    }
+    return 0;
+  });
+}
+
+async function keysRevoke(args: string[]): Promise<number> {
+  const [id] = args;
+  if (!id || args.length !== 1) throw new UsageError('keys revoke takes one key id');
+  return withCliContext(async (ctx) => {
+    await revokeApiKey(ctx.apiKeys, id, null);
+    console.log(`Revoked API key ${id}`);
+    return 0;
+  });
+}
+
+async function fund(args: string[]): Promise<number> {
+  const [target, usd] = args;
+  if (!target || !usd || args.length !== 2) throw new UsageError('fund takes <handle|address> <usd>');
+  const amountMicro = parseUsdToMicro(usd);
+  return withCliContext(async (ctx) => {
+    const address = isAddress(target) ? target : (await findByHandle(ctx.accounts, target)).walletAddress;
+    const platform = await ctx.bootstrapChain();
+    const { signature } = await fundUsdc(ctx.rpc, platform, address, amountMicro);
+    const account = associatedTokenAccount(platform.usdcMint, new PublicKey(address));
+    const balance = await ctx.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [account.toBase58()]);
+    console.log(
+      `Funded ${target} with $${formatMicroUsd(amountMicro)} USDC\n` +
         `  signature  ${signature}\n` +
         `  balance    $${formatMicroUsd(BigInt(balance.value.amount))} in ${account.toBase58()}`,
     );
     return 0;
-  } finally {
-    await db.destroy();
-    await stack.stop();
-  }
+  });
+}
+
+/** A base58 address is 32-44 characters; a handle is at most 20, so the two never collide. */
+function isAddress(text: string): boolean {
+  return /^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(text);
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n\n${USAGE}`);
+      process.exit(2);
+    }
     // Expected refusals read as one line; anything else shows its stack for a bug report.
-    const expected =
-      error instanceof AppError || (error instanceof Error && /Refused|Config/.test(error.name));
-    console.error(expected ? error.message : error);
+    const expected = error instanceof AppError || (error instanceof Error && /Refused|Config|WalletKey/.test(error.name));
+    console.error(expected ? (error as Error).message : error);
     process.exit(1);
   },
 );

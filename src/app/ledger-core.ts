@@ -1,0 +1,59 @@
+import type { Logger } from 'pino';
+import { createAccountStore } from '../adapters/postgres/accounts.repository.js';
+import { createApiKeyStore } from '../adapters/postgres/api-keys.repository.js';
+import type { Db } from '../adapters/postgres/db.js';
+import { createFollowStore } from '../adapters/postgres/follows.repository.js';
+import {
+  bootstrapChain,
+  createKeystore,
+  createRpcClient,
+  createWalletProvisioner,
+  type Keystore,
+  type PlatformChain,
+  type RpcClient,
+} from '../adapters/solana/index.js';
+import type { Config } from '../config/index.js';
+import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
+import type { ApiKeyStore } from '../domain/auth/api-keys.service.js';
+import type { FollowStore } from '../domain/follows/follows.service.js';
+import { resolveMasterKey } from './master-key.js';
+
+/** The stores and chain services every entry point shares: the API process and the CLI alike. */
+export interface LedgerCore {
+  rpc: RpcClient;
+  keystore: Keystore;
+  accounts: AccountStore;
+  apiKeys: ApiKeyStore;
+  follows: FollowStore;
+  wallets: WalletProvisioner;
+  /**
+   * Creates or checks the platform's mints, wallets and token accounts (idempotent); memoized:
+   * the first call bootstraps, later calls share its result.
+   */
+  bootstrapChain(): Promise<PlatformChain>;
+}
+
+export function createLedgerCore(config: Config, logger: Logger, db: Db, solanaUrl: string): LedgerCore {
+  const rpc = createRpcClient(solanaUrl);
+  const keystore = createKeystore(resolveMasterKey(config, logger));
+  let bootstrapped: Promise<PlatformChain> | undefined;
+  const platform = (): Promise<PlatformChain> => {
+    bootstrapped ??= bootstrapChain(
+      { rpc, db, keystore, log: (message) => logger.info(`bootstrap: ${message}`) },
+      { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT },
+    ).catch((error: unknown) => {
+      bootstrapped = undefined; // a failed bootstrap (chain down) is retried on the next call
+      throw error;
+    });
+    return bootstrapped;
+  };
+  return {
+    rpc,
+    keystore,
+    accounts: createAccountStore(db),
+    apiKeys: createApiKeyStore(db),
+    follows: createFollowStore(db),
+    wallets: createWalletProvisioner({ rpc, keystore, platform }),
+    bootstrapChain: platform,
+  };
+}

@@ -1,0 +1,31 @@
+import type { Logger } from 'pino';
+import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
+import { createLedgerCore, type LedgerCore } from '../app/ledger-core.js';
+import { readConfig, type Config } from '../config/index.js';
+import { startDevstack } from '../devstack/index.js';
+import { createLogger } from '../logger.js';
+
+export interface CliContext extends LedgerCore {
+  config: Config;
+  logger: Logger;
+  db: Db;
+}
+
+/**
+ * Runs one command against the deployment's Postgres and chain: those of a running `npm start`
+ * (found through DATA_DIR/stack.json), the configured ones, or embedded ones started for the
+ * command. ClickHouse stays closed: a running `npm start` holds the chdb folder.
+ */
+export async function withCliContext<T>(run: (context: CliContext) => Promise<T>): Promise<T> {
+  const config = readConfig();
+  const logger = createLogger(config);
+  const stack = await startDevstack(config, { persistent: true, clickhouse: false });
+  const db = createDb(stack.postgres.url, { max: 2 });
+  try {
+    await migratePostgres(db);
+    return await run({ config, logger, db, ...createLedgerCore(config, logger, db, stack.solana.url) });
+  } finally {
+    await db.destroy();
+    await stack.stop();
+  }
+}

@@ -73,7 +73,11 @@ async function accountsCreate(args: string[]): Promise<number> {
 }
 
 async function keysCreate(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { scopes: { type: 'string' } } });
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { scopes: { type: 'string' } },
+  });
   const [handle] = positionals;
   if (!handle || positionals.length !== 1) throw new UsageError('keys create takes one handle');
   let scopes;
@@ -103,7 +107,9 @@ async function keysList(args: string[]): Promise<number> {
     for (const key of keys) {
       const state = key.revokedAt ? `revoked ${key.revokedAt.toISOString()}` : 'active';
       const used = key.lastUsedAt ? key.lastUsedAt.toISOString() : 'never';
-      console.log(`${key.id}  ${state.padEnd(32)}  scopes ${key.scopes.join(',').padEnd(22)}  created ${key.createdAt.toISOString()}  last used ${used}`);
+      console.log(
+        `${key.id}  ${state.padEnd(32)}  scopes ${key.scopes.join(',').padEnd(22)}  created ${key.createdAt.toISOString()}  last used ${used}`,
+      );
     }
     return 0;
   });
@@ -128,7 +134,9 @@ async function fund(args: string[]): Promise<number> {
     const platform = await ctx.bootstrapChain();
     const { signature } = await fundUsdc(ctx.rpc, platform, address, amountMicro);
     const account = associatedTokenAccount(platform.usdcMint, new PublicKey(address));
-    const balance = await ctx.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [account.toBase58()]);
+    const balance = await ctx.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
+      account.toBase58(),
+    ]);
     console.log(
       `Funded ${target} with $${formatMicroUsd(amountMicro)} USDC\n` +
         `  signature  ${signature}\n` +
@@ -151,7 +159,8 @@ main(process.argv.slice(2)).then(
       process.exit(2);
     }
     // Expected refusals read as one line; anything else shows its stack for a bug report.
-    const expected = error instanceof AppError || (error instanceof Error && /Refused|Config|WalletKey/.test(error.name));
+    const expected =
+      error instanceof AppError || (error instanceof Error && /Refused|Config|WalletKey/.test(error.name));
     console.error(expected ? (error as Error).message : error);
     process.exit(1);
   },

@@ -14,6 +14,7 @@ export function registerAccountRoutes(api: FastifyInstance, deps: ApiDeps): void
       config: { bucket: 'signup' },
       schema: {
         summary: 'Open an account (rate-limited per client IP)',
+        security: [],
         tags: ['accounts'],
         body: signUpBody,
         response: {

@@ -18,7 +18,7 @@ declare module 'fastify' {
 }
 
 /**
- * One preHandler for every /api/v1 route, in the order a client can act on: 401 (who are you),
+ * One onRequest hook for every /api/v1 route, in the order a client can act on: 401 (who are you),
  * 403 (what may this key do), then 429 (how fast). Rate limits count per account, so a second
  * key does not double the budget; public routes (sign-up) count per client IP.
  */

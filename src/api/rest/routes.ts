@@ -6,11 +6,13 @@ import { registerProfileRoutes } from './profiles.routes.js';
 
 /**
  * The /api/v1 compatibility layer. Each route parses input, calls one service function and maps
- * its result onto the spec's shapes. One preHandler authenticates, checks the scope and spends
+ * its result onto the spec's shapes. One onRequest hook authenticates, checks the scope and spends
  * the rate limit, from each route's `config`.
  */
 export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
-  api.addHook('preHandler', createAuthHook(deps));
+  // onRequest: before the body is read or validated, so junk from an unknown caller costs nothing
+  // and even invalid requests spend the rate limit.
+  api.addHook('onRequest', createAuthHook(deps));
   registerAccountRoutes(api, deps);
   registerProfileRoutes(api, deps);
 }

@@ -1,0 +1,27 @@
+import { readFileSync } from 'node:fs';
+import { expect, test } from 'vitest';
+import { printOpenApi } from '../src/api/openapi.js';
+
+test('schema/openapi.json is the document the route schemas produce (run `npm run print-schema` when this fails)', async () => {
+  const committed = readFileSync(new URL('../schema/openapi.json', import.meta.url), 'utf8');
+  expect(committed).toBe(await printOpenApi());
+});
+
+test('the document names every /api/v1 route with its errors', async () => {
+  const document = JSON.parse(await printOpenApi()) as {
+    paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+  };
+  expect(Object.keys(document.paths).sort()).toEqual([
+    '/api/v1/accounts',
+    '/api/v1/me',
+    '/api/v1/me/profile',
+    '/api/v1/users/{handle}',
+    '/api/v1/users/{handle}/follow',
+  ]);
+  expect(Object.keys(document.paths['/api/v1/me']!.get!.responses).sort()).toEqual([
+    '200',
+    '401',
+    '403',
+    '429',
+  ]);
+});

@@ -1,6 +1,6 @@
 import type { ErrorCode } from '../domain/errors.js';
 
-/** The one table from a service error code to its HTTP status (REST) and GraphQL extension code. */
+/** The one table from a service error code to its HTTP status (REST); GraphQL's codes follow. */
 export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   invalid_request: 400,
   unauthorized: 401,
@@ -11,6 +11,23 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   rate_limited: 429,
   internal: 500,
   unavailable: 503,
+};
+
+/**
+ * `extensions.code` of the GraphQL error for each service error code. Apollo's names where one
+ * exists (BAD_USER_INPUT, UNAUTHENTICATED, FORBIDDEN, INTERNAL_SERVER_ERROR), so generic clients
+ * recognise them; the rest are the service code in upper case.
+ */
+export const graphqlCodeOf: Readonly<Record<ErrorCode, string>> = {
+  invalid_request: 'BAD_USER_INPUT',
+  unauthorized: 'UNAUTHENTICATED',
+  insufficient_funds: 'INSUFFICIENT_FUNDS',
+  forbidden: 'FORBIDDEN',
+  not_found: 'NOT_FOUND',
+  conflict: 'CONFLICT',
+  rate_limited: 'RATE_LIMITED',
+  internal: 'INTERNAL_SERVER_ERROR',
+  unavailable: 'SERVICE_UNAVAILABLE',
 };
 
 /** JSON body of every REST error: `{ "error": <code>, "message": <text for a person> }`. */

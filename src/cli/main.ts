@@ -161,7 +161,7 @@ main(process.argv.slice(2)).then(
     // Expected refusals read as one line; anything else shows its stack for a bug report.
     const expected =
       error instanceof AppError || (error instanceof Error && /Refused|Config|WalletKey/.test(error.name));
-    console.error(expected ? (error).message : error);
+    console.error(expected ? error.message : error);
     process.exit(1);
   },
 );

@@ -4,6 +4,7 @@ import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import type { GraphQLContext } from './context.js';
+import { authFailureError } from './errors.js';
 
 /**
  * The Pothos builder. Plugins chosen for what the schema needs: scope-auth (API key scopes and
@@ -24,12 +25,15 @@ export const builder = new SchemaBuilder<{
   };
   Scalars: {
     DateTime: { Input: Date; Output: Date };
+    MicroUsd: { Input: bigint; Output: bigint };
   };
   DefaultFieldNullability: false;
 }>({
   plugins: [ScopeAuthPlugin, ErrorsPlugin, RelayPlugin, DataloaderPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
+    // Worded as REST words it: 401 UNAUTHENTICATED without a key, 403 FORBIDDEN naming the scope.
+    unauthorizedError: (_parent, ctx, _info, result) => authFailureError(ctx.viewer, result.failure),
     authScopes: (ctx) => ({
       authenticated: ctx.viewer !== null,
       read: ctx.viewer?.scopes.has('read') ?? false,
@@ -45,6 +49,7 @@ export const builder = new SchemaBuilder<{
 });
 
 builder.queryType({});
+builder.mutationType({});
 
 builder.scalarType('DateTime', {
   description: 'An instant, serialised as an ISO 8601 string in UTC.',
@@ -53,5 +58,16 @@ builder.scalarType('DateTime', {
     const date = typeof value === 'string' ? new Date(value) : new Date(Number.NaN);
     if (Number.isNaN(date.getTime())) throw new TypeError('DateTime must be an ISO 8601 string');
     return date;
+  },
+});
+
+builder.scalarType('MicroUsd', {
+  description:
+    'An amount of US dollars in micro-USD (1 USD = 1000000), as a decimal string so no precision is lost.',
+  serialize: (value) => value.toString(),
+  parseValue: (value) => {
+    if (typeof value !== 'string' || !/^-?\d{1,30}$/.test(value))
+      throw new TypeError('MicroUsd must be a string of digits (micro-USD)');
+    return BigInt(value);
   },
 });

@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import type { ApiDeps } from '../api-deps.js';
-import type { GraphQLContext } from './context.js';
+import { createContext, type GraphQLContext } from './context.js';
+import { isClientError, maskError } from './errors.js';
 import { graphqlSchema } from './graphql-schema.js';
 
 type ServerContext = { req: FastifyRequest; reply: FastifyReply };
@@ -11,15 +12,20 @@ export function createGraphqlServer(deps: ApiDeps): YogaServerInstance<ServerCon
   return createYoga<ServerContext, GraphQLContext>({
     schema: graphqlSchema(),
     graphqlEndpoint: '/graphql',
-    // Unexpected errors reach clients as "Unexpected error." and are logged here in full.
-    maskedErrors: true,
+    // Unexpected errors reach clients as "Unexpected error." and are logged here in full; service
+    // errors (AppError) are for the client and pass with their message and code.
+    maskedErrors: { maskError },
     logging: {
       debug: (...args) => log.debug(args.map(String).join(' ')),
       info: (...args) => log.info(args.map(String).join(' ')),
       warn: (...args) => log.warn(args.map(String).join(' ')),
-      error: (...args) =>
-        log.error({ err: args.find((a) => a instanceof Error) }, args.map(String).join(' ')),
+      error: (...args) => {
+        const err = args.find((a) => a instanceof Error);
+        // Yoga logs every error it rewrites; a bad input or a rate limit is not a server fault.
+        if (isClientError(err)) log.debug({ err }, args.map(String).join(' '));
+        else log.error({ err }, args.map(String).join(' '));
+      },
     },
-    context: ({ req, reply }): GraphQLContext => ({ deps, viewer: null, req, reply }),
+    context: ({ req, reply }) => createContext(deps, req, reply),
   });
 }

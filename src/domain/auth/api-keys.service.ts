@@ -51,11 +51,24 @@ export interface Viewer {
   scopes: ReadonlySet<Scope>;
 }
 
+/**
+ * A new key for the account. `grantor` is the key making the request (API callers); it can only
+ * hand out scopes it holds itself, so a read-only key cannot mint a key that sends money. The CLI
+ * (the operator) passes none.
+ */
 export async function createApiKey(
   store: ApiKeyStore,
   accountId: string,
   scopes: readonly Scope[] = ALL_SCOPES,
+  grantor?: Pick<Viewer, 'scopes'>,
 ): Promise<{ key: string; info: ApiKeyInfo }> {
+  const beyond = grantor ? scopes.find((scope) => !grantor.scopes.has(scope)) : undefined;
+  if (beyond) {
+    throw new AppError(
+      'forbidden',
+      `API key lacks the '${beyond}' scope: a key can only create keys with scopes it holds`,
+    );
+  }
   const generated = generateApiKey();
   const info = await store.insertWithinLimit(
     accountId,

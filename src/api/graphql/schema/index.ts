@@ -1,1 +1,3 @@
 import './health.js';
+import './account.js';
+import './api-key.js';

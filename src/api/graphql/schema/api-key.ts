@@ -1,0 +1,88 @@
+import { parseScopes, type Scope } from '../../../domain/auth/api-key.js';
+import { createApiKey, revokeApiKey, type ApiKeyInfo } from '../../../domain/auth/api-keys.service.js';
+import { AppError } from '../../../domain/errors.js';
+import { builder } from '../builder.js';
+import { spendFor } from '../rate-limits.js';
+import { ViewerRef } from './account.js';
+
+/*
+ * API key management. Keys belong to the account, so listing, creating and revoking them need the
+ * same `read` scope as the rest of the own account (viewer, updateProfile) and spend from the `read`
+ * bucket. A key can only create keys with scopes it holds itself (the domain enforces it), so a
+ * read-only key cannot mint one that sends money.
+ */
+
+const ScopeType = builder.enumType('Scope', {
+  description: 'What an API key may do.',
+  values: {
+    READ: { value: 'read', description: 'Read profiles and feeds; manage the own account and keys.' },
+    POST: { value: 'post', description: 'Post, reply, quote and repost.' },
+    ENGAGE: { value: 'engage', description: 'Like and follow.' },
+    SEND: { value: 'send', description: 'Send USDC.' },
+  } as const,
+});
+
+const ApiKeyType = builder.objectRef<ApiKeyInfo>('ApiKey').implement({
+  description: 'An API key as its owner sees it: never the secret, which is shown once at creation.',
+  fields: (t) => ({
+    id: t.exposeID('id', { description: 'Public id: the first characters after the key prefix.' }),
+    scopes: t.expose('scopes', { type: [ScopeType] }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    lastUsedAt: t.expose('lastUsedAt', { type: 'DateTime', nullable: true }),
+    revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true }),
+  }),
+});
+
+builder.objectField(ViewerRef, 'apiKeys', (t) =>
+  t.field({
+    type: [ApiKeyType],
+    description: 'Every key of the account, revoked ones included, oldest first.',
+    resolve: (account, _args, ctx) => ctx.deps.apiKeys.list(account.id),
+  }),
+);
+
+const CreatedApiKey = builder.objectRef<{ key: string; info: ApiKeyInfo }>('CreatedApiKey').implement({
+  fields: (t) => ({
+    key: t.exposeString('key', { description: 'The whole key: shown this once, store it now.' }),
+    apiKey: t.expose('info', { type: ApiKeyType }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  createApiKey: t.field({
+    type: CreatedApiKey,
+    description:
+      'A new key with the given scopes (default: those of the calling key, which must hold every scope it grants); an account holds at most 2 active keys. Needs `read`.',
+    authScopes: { read: true },
+    args: { scopes: t.arg({ type: [ScopeType], required: false }) },
+    resolve: async (_root, { scopes }, ctx) => {
+      await spendFor(ctx, 'read');
+      return createApiKey(
+        ctx.deps.apiKeys,
+        ctx.viewer!.accountId,
+        scopes ? checkedScopes(scopes) : [...ctx.viewer!.scopes],
+        ctx.viewer!,
+      );
+    },
+  }),
+  revokeApiKey: t.boolean({
+    description: 'Revoke one of the own keys (the one in use too); true once revoked. Needs `read`.',
+    authScopes: { read: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => {
+      await spendFor(ctx, 'read');
+      await revokeApiKey(ctx.deps.apiKeys, String(id), ctx.viewer!.accountId);
+      return true;
+    },
+  }),
+}));
+
+/** The domain's rule for a scope list (non-empty, no duplicates), as a client error. */
+function checkedScopes(scopes: Scope[]): Scope[] {
+  try {
+    return parseScopes(scopes);
+  } catch (error) {
+    if (error instanceof TypeError) throw new AppError('invalid_request', error.message, { field: 'scopes' });
+    throw error;
+  }
+}

@@ -54,16 +54,20 @@ function jsonTransaction(record: TransactionRecord, tx: VersionedTransaction) {
         data: bs58.encode(ix.data),
         stackHeight: null,
       })),
-      ...(record.version === 'legacy'
-        ? {}
-        : {
-            addressTableLookups: message.addressTableLookups.map((l) => ({
-              accountKey: l.accountKey.toBase58(),
-              writableIndexes: l.writableIndexes,
-              readonlyIndexes: l.readonlyIndexes,
-            })),
-          }),
+      ...lookupsOf(record, tx),
     },
+  };
+}
+
+/** v0 messages carry their lookup tables; legacy messages have no such field at all. */
+function lookupsOf(record: TransactionRecord, tx: VersionedTransaction) {
+  if (record.version === 'legacy') return {};
+  return {
+    addressTableLookups: tx.message.addressTableLookups.map((l) => ({
+      accountKey: l.accountKey.toBase58(),
+      writableIndexes: l.writableIndexes,
+      readonlyIndexes: l.readonlyIndexes,
+    })),
   };
 }
 
@@ -85,15 +89,7 @@ function parsedTransaction(record: TransactionRecord, tx: VersionedTransaction) 
       instructions: message.compiledInstructions.map((ix) =>
         parsedOrRaw(record.accountKeys, ix.programIdIndex, ix.accountKeyIndexes, ix.data, null),
       ),
-      ...(record.version === 'legacy'
-        ? {}
-        : {
-            addressTableLookups: message.addressTableLookups.map((l) => ({
-              accountKey: l.accountKey.toBase58(),
-              writableIndexes: l.writableIndexes,
-              readonlyIndexes: l.readonlyIndexes,
-            })),
-          }),
+      ...lookupsOf(record, tx),
     },
   };
 }

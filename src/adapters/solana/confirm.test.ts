@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { ChainError } from './chain-errors.js';
 import { confirmMany, sendAndConfirm, type SignedForSend } from './confirm.js';
 import { createRpcClient, type RpcClient } from './rpc-client.js';
+import { failureOf } from '../../../test/support/failure-of.js';
 
 /**
  * A scripted JSON-RPC peer on 127.0.0.1. A test's "wire" is the UTF-8 of its signature, so the
@@ -115,15 +115,6 @@ const at = (confirmationStatus: string, err: unknown = null, slot = 42) => ({
   confirmationStatus,
 });
 const fast = { pollMs: 5, resendMs: 60_000 } as const;
-
-async function failureOf(promise: Promise<unknown>): Promise<ChainError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ChainError);
-  return error as ChainError;
-}
 
 describe('sendAndConfirm', () => {
   test('sends with preflight, then polls through processed until confirmed and returns the slot', async () => {

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { ChainError } from './chain-errors.js';
 import { createRpcClient, type RpcClient } from './rpc-client.js';
+import { failureOf } from '../../../test/support/failure-of.js';
 
 /**
  * A JSON-RPC peer on 127.0.0.1 that answers whatever the current test scripts: `reply` gets each
@@ -45,15 +45,6 @@ function rpc(answer: (req: Req) => { result: unknown } | { error: unknown }): Re
     const one = (req: Req) => ({ jsonrpc: '2.0', id: req.id, ...answer(req) });
     json(res, Array.isArray(body) ? (body as Req[]).map(one) : one(body as Req));
   };
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<ChainError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ChainError);
-  return error as ChainError;
 }
 
 describe('createRpcClient', () => {

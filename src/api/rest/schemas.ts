@@ -11,25 +11,22 @@ export const errorBody = {
 
 const handle = { type: 'string', pattern: '^[a-z0-9_]{3,20}$', description: '3-20 of a-z, 0-9, _' } as const;
 
+/** Fields own and public profiles share. */
+const profileRequired = ['handle', 'display_name', 'avatar_url', 'bio', 'wallet_address'] as const;
+const profileProperties = {
+  handle: { type: 'string' },
+  display_name: { type: 'string' },
+  avatar_url: { type: 'string', format: 'uri' },
+  bio: { type: 'string' },
+  wallet_address: { type: 'string' },
+  social_username: { type: 'string', description: 'Present only when linked' },
+} as const;
+
 export const ownProfile = {
   type: 'object',
-  required: [
-    'handle',
-    'display_name',
-    'avatar_url',
-    'bio',
-    'wallet_address',
-    'earned_usdc',
-    'total_earned',
-    'total_spent',
-  ],
+  required: [...profileRequired, 'earned_usdc', 'total_earned', 'total_spent'],
   properties: {
-    handle: { type: 'string' },
-    display_name: { type: 'string' },
-    avatar_url: { type: 'string', format: 'uri' },
-    bio: { type: 'string' },
-    wallet_address: { type: 'string' },
-    social_username: { type: 'string', description: 'Present only when linked' },
+    ...profileProperties,
     earned_usdc: { type: 'number', description: 'Available USDC balance, in dollars' },
     total_earned: { type: 'number' },
     total_spent: { type: 'number' },
@@ -38,23 +35,9 @@ export const ownProfile = {
 
 export const publicProfile = {
   type: 'object',
-  required: [
-    'handle',
-    'display_name',
-    'avatar_url',
-    'bio',
-    'wallet_address',
-    'follower_count',
-    'following_count',
-    'post_count',
-  ],
+  required: [...profileRequired, 'follower_count', 'following_count', 'post_count'],
   properties: {
-    handle: { type: 'string' },
-    display_name: { type: 'string' },
-    avatar_url: { type: 'string', format: 'uri' },
-    bio: { type: 'string' },
-    wallet_address: { type: 'string' },
-    social_username: { type: 'string' },
+    ...profileProperties,
     follower_count: { type: 'integer' },
     following_count: { type: 'integer' },
     post_count: { type: 'integer' },

@@ -14,17 +14,21 @@ export function avatarUrl(account: Account, baseUrl: string): string {
   return account.avatarUrl ?? `${baseUrl}/avatars/${account.id}.svg`;
 }
 
-const social = (account: Account) =>
-  account.socialUsername ? { social_username: account.socialUsername } : {};
-
-export function ownProfileView(account: Account, money: AccountMoney, baseUrl: string) {
+/** Fields own and public profiles share; `social_username` only when linked (spec: "if any"). */
+function profileFields(account: Account, baseUrl: string) {
   return {
     handle: account.handle,
     display_name: account.displayName,
     avatar_url: avatarUrl(account, baseUrl),
     bio: account.bio,
     wallet_address: account.walletAddress,
-    ...social(account),
+    ...(account.socialUsername ? { social_username: account.socialUsername } : {}),
+  };
+}
+
+export function ownProfileView(account: Account, money: AccountMoney, baseUrl: string) {
+  return {
+    ...profileFields(account, baseUrl),
     earned_usdc: usdNumber(money.availableMicro),
     total_earned: usdNumber(money.totalEarnedMicro),
     total_spent: usdNumber(money.totalSpentMicro),
@@ -33,12 +37,7 @@ export function ownProfileView(account: Account, money: AccountMoney, baseUrl: s
 
 export function publicProfileView(account: Account, stats: AccountStats, baseUrl: string) {
   return {
-    handle: account.handle,
-    display_name: account.displayName,
-    avatar_url: avatarUrl(account, baseUrl),
-    bio: account.bio,
-    wallet_address: account.walletAddress,
-    ...social(account),
+    ...profileFields(account, baseUrl),
     follower_count: stats.followerCount,
     following_count: stats.followingCount,
     post_count: stats.postCount,

@@ -162,6 +162,20 @@ describe('profiles', () => {
     expect(me.headers.get('ratelimit')).toMatch(/^"read";r=\d+;t=\d+$/);
   });
 
+  test('GET /me shows ledger balances in dollars', async () => {
+    const account = (await env.app.accounts.byHandle('alice_1'))!;
+    await env.app.ledger.record({
+      kind: 'deposit',
+      idempotencyKey: 'deposit:test-me',
+      legs: [
+        { account: { kind: 'external' }, amountMicro: -4_250_000n, counts: 'none' },
+        { account: { kind: 'user', accountId: account.id }, amountMicro: 4_250_000n, counts: 'none' },
+      ],
+    });
+    const me = await call('GET', '/api/v1/me', { key: alice.api_key });
+    expect(me.body).toMatchObject({ earned_usdc: 4.25, total_earned: 0, total_spent: 0 });
+  });
+
   test('PATCH changes only the fields sent, and validates each', async () => {
     const patched = await call('PATCH', '/api/v1/me/profile', {
       key: alice.api_key,

@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import * as accounts from './2026_11_22_0_accounts.js';
 import * as platformWallets from './2026_11_22_1_platform_wallets.js';
 import * as apiKeysFollows from './2026_11_22_2_api_keys_follows.js';
+import * as ledger from './2026_11_22_3_ledger.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -12,4 +13,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_0_accounts': accounts,
   '2026_11_22_1_platform_wallets': platformWallets,
   '2026_11_22_2_api_keys_follows': apiKeysFollows,
+  '2026_11_22_3_ledger': ledger,
 };

@@ -3,6 +3,7 @@ import type { RateLimiter } from '../adapters/redis/rate-limiter.js';
 import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
 import type { ApiKeyStore } from '../domain/auth/api-keys.service.js';
 import type { FollowStore } from '../domain/follows/follows.service.js';
+import type { LedgerStore } from '../domain/ledger/ledger.service.js';
 import type { HealthReport } from '../domain/health/health.service.js';
 import type { Metrics } from './metrics.js';
 
@@ -14,6 +15,7 @@ export interface ApiDeps {
   accounts: AccountStore;
   apiKeys: ApiKeyStore;
   follows: FollowStore;
+  ledger: LedgerStore;
   wallets: WalletProvisioner;
   rateLimiter: RateLimiter;
 }

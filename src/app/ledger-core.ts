@@ -3,6 +3,7 @@ import { createAccountStore } from '../adapters/postgres/accounts.repository.js'
 import { createApiKeyStore } from '../adapters/postgres/api-keys.repository.js';
 import type { Db } from '../adapters/postgres/db.js';
 import { createFollowStore } from '../adapters/postgres/follows.repository.js';
+import { createLedgerStore } from '../adapters/postgres/ledger.repository.js';
 import {
   bootstrapChain,
   createKeystore,
@@ -16,6 +17,7 @@ import type { Config } from '../config/index.js';
 import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
 import type { ApiKeyStore } from '../domain/auth/api-keys.service.js';
 import type { FollowStore } from '../domain/follows/follows.service.js';
+import type { LedgerStore } from '../domain/ledger/ledger.service.js';
 import { resolveMasterKey } from './master-key.js';
 
 /** The stores and chain services every entry point shares: the API process and the CLI alike. */
@@ -25,6 +27,7 @@ export interface LedgerCore {
   accounts: AccountStore;
   apiKeys: ApiKeyStore;
   follows: FollowStore;
+  ledger: LedgerStore;
   wallets: WalletProvisioner;
   /**
    * Creates or checks the platform's mints, wallets and token accounts (idempotent); memoized:
@@ -53,6 +56,7 @@ export function createLedgerCore(config: Config, logger: Logger, db: Db, solanaU
     accounts: createAccountStore(db),
     apiKeys: createApiKeyStore(db),
     follows: createFollowStore(db),
+    ledger: createLedgerStore(db),
     wallets: createWalletProvisioner({ rpc, keystore, platform }),
     bootstrapChain: platform,
   };

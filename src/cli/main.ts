@@ -130,17 +130,33 @@ async function fund(args: string[]): Promise<number> {
   if (!target || !usd || args.length !== 2) throw new UsageError('fund takes <handle|address> <usd>');
   const amountMicro = parseUsdToMicro(usd);
   return withCliContext(async (ctx) => {
-    const address = isAddress(target) ? target : (await findByHandle(ctx.accounts, target)).walletAddress;
+    const account = isAddress(target)
+      ? await ctx.accounts.byWalletAddress(target)
+      : await findByHandle(ctx.accounts, target);
+    const address = account?.walletAddress ?? target;
     const platform = await ctx.bootstrapChain();
     const { signature } = await fundUsdc(ctx.rpc, platform, address, amountMicro);
-    const account = associatedTokenAccount(platform.usdcMint, new PublicKey(address));
+    if (account) {
+      // The ledger learns of the money as a deposit keyed by its signature, so the indexer's deposit
+      // detection (which also keys by signature) can never credit it a second time.
+      await ctx.ledger.record({
+        kind: 'deposit',
+        idempotencyKey: `deposit:${signature}`,
+        legs: [
+          { account: { kind: 'external' }, amountMicro: -amountMicro, counts: 'none' },
+          { account: { kind: 'user', accountId: account.id }, amountMicro, counts: 'none' },
+        ],
+      });
+    }
+    const tokenAccount = associatedTokenAccount(platform.usdcMint, new PublicKey(address));
     const balance = await ctx.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
-      account.toBase58(),
+      tokenAccount.toBase58(),
     ]);
     console.log(
       `Funded ${target} with $${formatMicroUsd(amountMicro)} USDC\n` +
         `  signature  ${signature}\n` +
-        `  balance    $${formatMicroUsd(BigInt(balance.value.amount))} in ${account.toBase58()}`,
+        `  balance    $${formatMicroUsd(BigInt(balance.value.amount))} in ${tokenAccount.toBase58()}` +
+        (account ? `\n  ledger     deposit credited to @${account.handle}` : ''),
     );
     return 0;
   });

@@ -52,6 +52,14 @@ export function createAccountStore(db: Db): AccountStore {
       const row = await db.selectFrom('accounts').selectAll().where('handle', '=', handle).executeTakeFirst();
       return row && toAccount(row);
     },
+    byWalletAddress: async (address) => {
+      const row = await db
+        .selectFrom('accounts')
+        .selectAll()
+        .where('wallet_address', '=', address)
+        .executeTakeFirst();
+      return row && toAccount(row);
+    },
     update: async (id, changes) => {
       const row = await db
         .updateTable('accounts')

@@ -6,6 +6,33 @@ export interface Database {
   platform_wallets: PlatformWalletsTable;
   api_keys: ApiKeysTable;
   follows: FollowsTable;
+  ledger_accounts: LedgerAccountsTable;
+  ledger_movements: LedgerMovementsTable;
+  ledger_legs: LedgerLegsTable;
+}
+
+export interface LedgerAccountsTable {
+  id: Generated<string>;
+  kind: 'user' | 'treasury' | 'creator_fund' | 'fee_pool' | 'swap_pool' | 'external';
+  account_id: string | null;
+  balance: Generated<bigint>;
+  total_earned: Generated<bigint>;
+  total_spent: Generated<bigint>;
+}
+
+export interface LedgerMovementsTable {
+  id: Generated<string>;
+  kind: 'post' | 'repost' | 'send' | 'deposit' | 'earn' | 'reversal';
+  idempotency_key: string | null;
+  reverses_id: string | null;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+export interface LedgerLegsTable {
+  id: Generated<string>;
+  movement_id: string;
+  ledger_account_id: string;
+  amount: bigint;
 }
 
 export interface ApiKeysTable {

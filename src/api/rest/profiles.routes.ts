@@ -11,7 +11,7 @@ import {
   profilePatchBody,
   publicProfile,
 } from './schemas.js';
-import { NO_MONEY, ownProfileView, publicProfileView, updatedProfileView } from './views.js';
+import { ownProfileView, publicProfileView, updatedProfileView } from './views.js';
 
 /**
  * Own profile, public profiles and follows. Scope choices where the spec is silent or torn
@@ -26,7 +26,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     },
     async (request) => {
       const account = await requireAccount(deps.accounts, request.viewer!.accountId);
-      return ownProfileView(account, NO_MONEY, baseUrlOf(request));
+      return ownProfileView(account, await deps.ledger.money(account.id), baseUrlOf(request));
     },
   );
 

@@ -53,5 +53,5 @@ export function updatedProfileView(account: Account, baseUrl: string) {
   };
 }
 
-/** Until the ledger (write-path issue) exists, every account has moved no money. */
+/** A new account has moved no money yet. */
 export const NO_MONEY: AccountMoney = { availableMicro: 0n, totalEarnedMicro: 0n, totalSpentMicro: 0n };

@@ -15,6 +15,7 @@ export interface AccountStore {
   insert(input: NewAccountRow): Promise<Account>;
   byId(id: string): Promise<Account | undefined>;
   byHandle(handle: string): Promise<Account | undefined>;
+  byWalletAddress(address: string): Promise<Account | undefined>;
   /** Applies the changes; a taken handle is an AppError('conflict'). */
   update(id: string, changes: ProfileChanges): Promise<Account>;
   stats(id: string): Promise<AccountStats>;

@@ -1,11 +1,11 @@
 import { createContextCache } from '@pothos/core';
 import DataLoader from 'dataloader';
-import type { Account, AccountStats } from '../../../domain/accounts/account.js';
+import type { Account, AccountMoney, AccountStats } from '../../../domain/accounts/account.js';
 import { findByHandle, requireAccount, updateProfile } from '../../../domain/accounts/accounts.service.js';
 import { AppError } from '../../../domain/errors.js';
 import { follow, unfollow, type FollowStore } from '../../../domain/follows/follows.service.js';
 import { baseUrlOf } from '../../rest/base-url.js';
-import { avatarUrl, NO_MONEY } from '../../rest/views.js';
+import { avatarUrl } from '../../rest/views.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { spendFor } from '../rate-limits.js';
@@ -19,6 +19,13 @@ const statsLoader = createContextCache(
   (ctx: GraphQLContext) =>
     new DataLoader<string, AccountStats>((ids) => Promise.all(ids.map((id) => ctx.deps.accounts.stats(id)))),
 );
+
+/** One balance read per account per request, however many money fields the query selects. */
+const moneyLoader = createContextCache(
+  (ctx: GraphQLContext) =>
+    new DataLoader<string, AccountMoney>((ids) => Promise.all(ids.map((id) => ctx.deps.ledger.money(id)))),
+);
+const moneyOf = (ctx: GraphQLContext, accountId: string) => moneyLoader(ctx).load(accountId);
 
 const AccountRoleType = builder.enumType('AccountRole', {
   values: {
@@ -116,10 +123,16 @@ ViewerRef.implement({
     earnedUsdc: t.field({
       type: 'MicroUsd',
       description: 'Available balance.',
-      resolve: () => NO_MONEY.availableMicro,
+      resolve: async (account, _args, ctx) => (await moneyOf(ctx, account.id)).availableMicro,
     }),
-    totalEarned: t.field({ type: 'MicroUsd', resolve: () => NO_MONEY.totalEarnedMicro }),
-    totalSpent: t.field({ type: 'MicroUsd', resolve: () => NO_MONEY.totalSpentMicro }),
+    totalEarned: t.field({
+      type: 'MicroUsd',
+      resolve: async (account, _args, ctx) => (await moneyOf(ctx, account.id)).totalEarnedMicro,
+    }),
+    totalSpent: t.field({
+      type: 'MicroUsd',
+      resolve: async (account, _args, ctx) => (await moneyOf(ctx, account.id)).totalSpentMicro,
+    }),
   }),
 });
 AccountRef.implement({ fields: () => ({}) });

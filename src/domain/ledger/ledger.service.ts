@@ -1,0 +1,23 @@
+import type { AccountMoney } from '../accounts/account.js';
+import type { Leg, MovementKind } from './ledger.js';
+
+export interface MovementInput {
+  kind: MovementKind;
+  legs: Leg[];
+  /**
+   * Natural key of the movement (an idempotency key, an on-chain signature for a deposit): a
+   * second record with the same key returns the first movement instead of moving money twice.
+   */
+  idempotencyKey?: string;
+  /** The movement this one undoes (an on-chain failure); at most one reversal per movement. */
+  reverses?: string;
+}
+
+export interface LedgerStore {
+  /**
+   * Records a balanced movement atomically. A user leg that would take a balance below zero fails
+   * the whole movement with AppError('insufficient_funds'); nothing is written.
+   */
+  record(movement: MovementInput): Promise<{ movementId: string; replayed: boolean }>;
+  money(accountId: string): Promise<AccountMoney>;
+}

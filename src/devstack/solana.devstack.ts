@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { startLocalnet } from '../localnet/localnet.js';
+import { startLocalnetThread } from '../localnet/localnet-thread.js';
 import type { ServiceHandle } from './service-handle.js';
 
 /** The chain: a cluster named by SOLANA_RPC_URL, or the embedded localnet. */
@@ -25,7 +25,8 @@ export async function startSolana(options: SolanaOptions): Promise<SolanaHandle>
       stop: async () => {},
     };
   }
-  const localnet = await startLocalnet({
+  // Its own thread: the chain's CPU work runs beside the service, on the second core.
+  const localnet = await startLocalnetThread({
     dir: path.join(options.dataDir, 'localnet'),
     port: options.localnetPort,
   });

@@ -309,7 +309,11 @@ export class LocalChain extends EventEmitter {
 
   private execute(wire: Uint8Array, tx: VersionedTransaction, signature: string): void {
     const { keys, loadedAddresses } = this.resolveAccountKeys(tx);
-    const keyBytes = keys.map(addressBytes);
+    // Static keys are already bytes in the message; only lookup-table addresses need decoding.
+    const staticKeys = tx.message.staticAccountKeys;
+    const keyBytes = keys.map((key, i) =>
+      i < staticKeys.length ? staticKeys[i]!.toBytes() : addressBytes(key),
+    );
     const pre = keyBytes.map((key) => this.vm.getAccount(key));
 
     const result = this.vm.sendVersionedTransaction(wire);
@@ -359,16 +363,20 @@ export class LocalChain extends EventEmitter {
     this.emit('landed', record);
   }
 
+  /**
+   * Token balances of the accounts a transaction touches, read before and after it (litesvm
+   * reports none). On the hot path of every transaction: owners are compared as bytes and mint
+   * decimals (immutable once a mint exists) are cached, so only token accounts cost any decoding.
+   */
   private tokenBalances(accounts: Array<ReturnType<LiteSvm['getAccount']>>): TokenBalance[] {
     const balances: TokenBalance[] = [];
     accounts.forEach((account, accountIndex) => {
       if (!account) return;
-      const programId = bs58.encode(account.owner());
-      if (!TOKEN_PROGRAMS.has(programId)) return;
+      const programId = tokenProgramOf(account.owner());
+      if (!programId) return;
       const token = decodeTokenAccount(account.data());
       if (!token) return;
-      const mint = this.vm.getAccount(addressBytes(token.mint));
-      const decimals = mint ? (decodeMint(mint.data())?.decimals ?? 0) : 0;
+      const decimals = this.mintDecimals(token.mint);
       balances.push({
         accountIndex,
         mint: token.mint,
@@ -379,6 +387,20 @@ export class LocalChain extends EventEmitter {
       });
     });
     return balances;
+  }
+
+  private readonly decimalsByMint = new Map<string, number>();
+
+  private mintDecimals(mint: string): number {
+    let decimals = this.decimalsByMint.get(mint);
+    if (decimals === undefined) {
+      const account = this.vm.getAccount(addressBytes(mint));
+      const decoded = account ? decodeMint(account.data()) : undefined;
+      if (!decoded) return 0; // not a mint (yet): do not cache
+      decimals = decoded.decimals;
+      this.decimalsByMint.set(mint, decimals);
+    }
+    return decimals;
   }
 
   /** Static keys, then addresses loaded from lookup tables: writable first, then readonly. */
@@ -497,4 +519,11 @@ function memoOf(tx: VersionedTransaction, keys: string[]): string | null {
     memos.push(`[${ix.data.length}] ${Buffer.from(ix.data).toString('utf8')}`);
   }
   return memos.length > 0 ? memos.join('; ') : null;
+}
+
+const TOKEN_PROGRAM_BYTES = [PROGRAM.token, PROGRAM.token2022].map((id) => ({ id, bytes: bs58.decode(id) }));
+
+/** The token program that owns an account, by comparing its 32 owner bytes; undefined otherwise. */
+function tokenProgramOf(owner: Uint8Array): string | undefined {
+  return TOKEN_PROGRAM_BYTES.find(({ bytes }) => Buffer.compare(bytes, owner) === 0)?.id;
 }

@@ -88,7 +88,7 @@ export function handleBody(dispatch: Dispatch, body: string): object {
 }
 
 export function createHttpServer(dispatch: Dispatch): http.Server {
-  return http.createServer((req, res) => {
+  const server = http.createServer((req, res) => {
     res.setHeader('access-control-allow-origin', '*');
     res.setHeader('access-control-allow-headers', 'content-type, solana-client');
     if (req.method === 'OPTIONS') return void res.writeHead(204).end();
@@ -113,6 +113,11 @@ export function createHttpServer(dispatch: Dispatch): http.Server {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
     });
   });
+  // Clients keep sockets alive between batches; closing idle ones after Node's default 5 s makes a
+  // client that paused a moment reuse a dead socket (ECONNRESET). Validators keep them longer too.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  return server;
 }
 
 interface SignatureSubscription {

@@ -59,6 +59,9 @@ process.on('unhandledRejection', (reason) => {
 });
 
 main().catch((error: unknown) => {
-  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+  // Start-up failures are written for a person (which port, which variable); the stack is noise
+  // there, but kept for errors without a message of their own.
+  const message = error instanceof Error ? error.message : String(error);
+  console.error(`Ledgerfeed did not start: ${message || (error as Error).stack}`);
   process.exit(1);
 });

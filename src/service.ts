@@ -5,7 +5,7 @@ import { openApp, type App } from './app/app.js';
 import type { Config } from './config/index.js';
 import { startDevstack } from './devstack/index.js';
 import { startIndexerRole } from '../workers/indexer.role.js';
-import { processors } from '../workers/processors.js';
+import { processorsFor } from '../workers/processors.js';
 import type { RoleName, RunningRole } from '../workers/role.js';
 import { startWorkerRole } from '../workers/worker.role.js';
 
@@ -64,7 +64,7 @@ export async function runService(
       apiUrl = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
       running.push({ name: 'api', summary: [apiUrl], stop: () => server.close() });
     }
-    if (roles.includes('worker')) running.push(startWorkerRole(app, processors));
+    if (roles.includes('worker')) running.push(await startWorkerRole(app, processorsFor(app)));
     if (roles.includes('indexer')) running.push(startIndexerRole(app));
 
     stack.publish({ api: apiUrl });

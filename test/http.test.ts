@@ -11,7 +11,7 @@ beforeAll(async () => {
   server = await buildServer(env.app);
   // Routes that fail on purpose, to see what a client gets when a handler throws.
   server.get('/api/v1/__test/app-error', () => {
-    throw new AppError('insufficient_funds', 'Balance is $0.50; this costs $1.00');
+    throw new AppError('insufficient_balance', 'Balance is $0.50; this costs $1.00');
   });
   server.get('/api/v1/__test/crash', () => {
     throw new Error('secret internal detail');
@@ -107,7 +107,7 @@ describe('REST errors', () => {
     const response = await server.inject('/api/v1/__test/app-error');
     expect(response.statusCode).toBe(402);
     expect(response.json()).toEqual({
-      error: 'insufficient_funds',
+      error: 'insufficient_balance',
       message: 'Balance is $0.50; this costs $1.00',
     });
   });

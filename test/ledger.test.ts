@@ -56,7 +56,7 @@ async function expectLedgerBalanced() {
 }
 
 describe('the ledger', () => {
-  test('50 concurrent $1 posts from an account holding $10: exactly 10 succeed, 40 are insufficient_funds', async () => {
+  test('50 concurrent $1 posts from an account holding $10: exactly 10 succeed, 40 are insufficient_balance', async () => {
     await ledger.record(deposit(payer, 10_000_000n, 'deposit-1'));
     const results = await Promise.allSettled(
       Array.from({ length: 50 }, () =>
@@ -68,7 +68,7 @@ describe('the ledger', () => {
     expect(refused).toHaveLength(40);
     for (const r of refused) {
       expect(r.reason).toBeInstanceOf(AppError);
-      expect((r.reason as AppError).code).toBe('insufficient_funds');
+      expect((r.reason as AppError).code).toBe('insufficient_balance');
     }
     expect(await ledger.money(payer)).toEqual({
       availableMicro: 0n,

@@ -26,6 +26,7 @@ afterAll(async () => {
 const ROUTES = [
   ['POST', '/api/v1/accounts'],
   ['GET', '/api/v1/me'],
+  ['POST', '/api/v1/posts'],
   ['PATCH', '/api/v1/me/profile'],
   ['GET', '/api/v1/users/:handle'],
   ['POST', '/api/v1/users/:handle/follow'],

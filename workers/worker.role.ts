@@ -8,13 +8,15 @@ export interface QueueProcessor {
   queue: string;
   concurrency: number;
   process: Processor;
+  /** Re-enqueues work a crash left unfinished; returns how many items it found. */
+  resume?: () => Promise<number>;
 }
 
 /**
  * The worker role: one BullMQ Worker per registered queue, on a dedicated blocking connection.
  * The write-path issues register their processors (payments, payouts, events) in `processors`.
  */
-export function startWorkerRole(app: App, processors: readonly QueueProcessor[]): RunningRole {
+export async function startWorkerRole(app: App, processors: readonly QueueProcessor[]): Promise<RunningRole> {
   const log = app.logger.child({ role: 'worker' });
   const connection = createRedis(app.stack.redis.url, 'worker');
   const workers = processors.map((p) => {
@@ -29,6 +31,10 @@ export function startWorkerRole(app: App, processors: readonly QueueProcessor[])
     worker.on('error', (error) => log.error({ queue: p.queue, err: error }, 'worker error'));
     return worker;
   });
+  for (const p of processors) {
+    const resumed = (await p.resume?.()) ?? 0;
+    if (resumed > 0) log.info(`${p.queue}: resumed ${resumed} unfinished item(s) from before the last stop`);
+  }
   return {
     name: 'worker',
     summary:

@@ -47,6 +47,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('movement_id', 'uuid', (c) => c.notNull().references('ledger_movements.id'))
     .addColumn('ledger_account_id', 'uuid', (c) => c.notNull().references('ledger_accounts.id'))
     .addColumn('amount', 'bigint', (c) => c.notNull().check(sql`amount <> 0`))
+    // How the leg counted toward the user's totals, so a reversal can undo exactly that.
+    .addColumn('counts', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('none')
+        .check(sql`counts IN ('spent', 'earned', 'none')`),
+    )
     .execute();
   await db.schema.createIndex('ledger_legs_by_movement').on('ledger_legs').column('movement_id').execute();
   await db.schema

@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
+import type { PaymentsQueue } from '../adapters/redis/payments-queue.js';
 import type { RateLimiter } from '../adapters/redis/rate-limiter.js';
+import type { WritePathDeps } from '../app/write-path/create-post.js';
 import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
 import type { ApiKeyStore } from '../domain/auth/api-keys.service.js';
 import type { FollowStore } from '../domain/follows/follows.service.js';
@@ -8,7 +10,7 @@ import type { HealthReport } from '../domain/health/health.service.js';
 import type { Metrics } from './metrics.js';
 
 /** What the transports need from the composition root (src/app). */
-export interface ApiDeps {
+export interface ApiDeps extends WritePathDeps {
   logger: Logger;
   metrics: Metrics;
   checkHealth(): Promise<HealthReport>;
@@ -18,4 +20,7 @@ export interface ApiDeps {
   ledger: LedgerStore;
   wallets: WalletProvisioner;
   rateLimiter: RateLimiter;
+  payments: PaymentsQueue;
+  /** WRITE_TIMEOUT_MS: how long a paid write waits for confirmation before answering 202. */
+  writeTimeoutMs: number;
 }

@@ -4,7 +4,7 @@ import type { ErrorCode } from '../domain/errors.js';
 export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   invalid_request: 400,
   unauthorized: 401,
-  insufficient_funds: 402,
+  insufficient_balance: 402,
   forbidden: 403,
   not_found: 404,
   conflict: 409,
@@ -21,7 +21,7 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
 export const graphqlCodeOf: Readonly<Record<ErrorCode, string>> = {
   invalid_request: 'BAD_USER_INPUT',
   unauthorized: 'UNAUTHENTICATED',
-  insufficient_funds: 'INSUFFICIENT_FUNDS',
+  insufficient_balance: 'INSUFFICIENT_FUNDS',
   forbidden: 'FORBIDDEN',
   not_found: 'NOT_FOUND',
   conflict: 'CONFLICT',

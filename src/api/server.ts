@@ -11,6 +11,7 @@ import { httpStatusOf, type ErrorBody } from './error-map.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
 import { registerRestRoutes } from './rest/routes.js';
+import { usdNumber } from './rest/views.js';
 
 /** Request bodies are small JSON documents; anything larger is a mistake or an attack. */
 const BODY_LIMIT_BYTES = 64 * 1024;
@@ -156,7 +157,13 @@ function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
 /** Maps any thrown error to a status and a `{ error, message }` body; never leaks a stack. */
 export function toErrorResponse(error: unknown): { status: number; body: ErrorBody } {
   if (error instanceof AppError) {
-    return { status: httpStatusOf[error.code], body: { error: error.code, message: error.message } };
+    const body: ErrorBody & Record<string, unknown> = { error: error.code, message: error.message };
+    // The write path's 402 tells the client what it has and what it needed, in dollars.
+    if (error.code === 'insufficient_balance' && typeof error.details.balanceMicro === 'string') {
+      body.balance_usd = usdNumber(BigInt(error.details.balanceMicro));
+      body.required_usd = usdNumber(BigInt(String(error.details.requiredMicro)));
+    }
+    return { status: httpStatusOf[error.code], body };
   }
   const fastifyError = error as Partial<FastifyError>;
   const status = fastifyError.statusCode;

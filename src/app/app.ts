@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapters/clickhouse/index.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createRedis } from '../adapters/redis/index.js';
+import { createPaymentsQueue } from '../adapters/redis/payments-queue.js';
 import { createRateLimiter } from '../adapters/redis/rate-limiter.js';
 import type { ApiDeps } from '../api/api-deps.js';
 import { createMetrics, type Metrics } from '../api/metrics.js';
@@ -36,6 +37,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   const clickhouse = createClickHouse(clickhouseTarget, config.CLICKHOUSE_DATABASE);
   const metrics = createMetrics();
   const core = createLedgerCore(config, logger, db, stack.solana.url);
+  const payments = createPaymentsQueue(stack.redis.url, config.REDIS_PREFIX);
 
   const probes: Array<{ name: string; source: string; probe: Probe }> = [
     { name: 'postgres', source: stack.postgres.source, probe: () => sql`SELECT 1`.execute(db) },
@@ -75,11 +77,14 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
       const ch = await migrateClickHouse(clickhouse);
       return { postgres: postgres.applied, clickhouse: ch.applied };
     },
+    payments,
+    writeTimeoutMs: config.WRITE_TIMEOUT_MS,
     rateLimiter: createRateLimiter(redis, {
       prefix: config.REDIS_PREFIX,
       multiplier: config.RATE_LIMIT_MULTIPLIER,
     }),
     close: async () => {
+      await payments.close();
       await Promise.allSettled([db.destroy(), redis.quit(), clickhouse.close()]);
     },
   };

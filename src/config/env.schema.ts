@@ -76,6 +76,12 @@ export const envSchema = z.object({
    * Unset outside production: a development key is generated into DATA_DIR/wallet-master.key.
    */
   WALLET_MASTER_KEY: optional(z.string().trim()),
+  /** How long a money-moving request waits for its chain confirmation before answering 202 pending. */
+  WRITE_TIMEOUT_MS: z.coerce
+    .number({ message: 'expected milliseconds' })
+    .int({ message: 'expected whole milliseconds' })
+    .min(0, { message: 'expected milliseconds >= 0' })
+    .default(10_000),
   /** Scales every API rate limit (2 doubles them); 0 turns limiting off, for load tests. */
   RATE_LIMIT_MULTIPLIER: z.coerce
     .number({ message: 'expected a number >= 0' })

@@ -8,7 +8,7 @@ export type ErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'conflict'
-  | 'insufficient_funds'
+  | 'insufficient_balance'
   | 'rate_limited'
   | 'unavailable'
   | 'internal';

@@ -9,6 +9,46 @@ export interface Database {
   ledger_accounts: LedgerAccountsTable;
   ledger_movements: LedgerMovementsTable;
   ledger_legs: LedgerLegsTable;
+  chain_transactions: ChainTransactionsTable;
+  posts: PostsTable;
+  domain_events: DomainEventsTable;
+}
+
+export interface ChainTransactionsTable {
+  id: Generated<string>;
+  movement_id: string;
+  signature: string;
+  wire: Buffer;
+  blockhash: string;
+  last_valid_block_height: bigint;
+  status: Generated<'signed' | 'confirmed' | 'failed'>;
+  attempts: Generated<number>;
+  error: unknown;
+  slot: bigint | null;
+  created_at: ColumnType<Date, Date | undefined, never>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+export interface PostsTable {
+  id: Generated<string>;
+  author_id: string;
+  type: 'post' | 'reply' | 'quote';
+  content: string;
+  parent_id: string | null;
+  quoted_post_id: string | null;
+  movement_id: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+export interface DomainEventsTable {
+  id: Generated<string>;
+  type: string;
+  actor_id: string | null;
+  post_id: string | null;
+  amount_micro: Generated<bigint>;
+  payload: Generated<unknown>;
+  occurred_at: ColumnType<Date, Date | undefined, never>;
+  shipped_at: Date | null;
 }
 
 export interface LedgerAccountsTable {
@@ -33,6 +73,7 @@ export interface LedgerLegsTable {
   movement_id: string;
   ledger_account_id: string;
   amount: bigint;
+  counts: Generated<'spent' | 'earned' | 'none'>;
 }
 
 export interface ApiKeysTable {

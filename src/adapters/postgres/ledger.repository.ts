@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { AccountMoney } from '../../domain/accounts/account.js';
 import { AppError } from '../../domain/errors.js';
-import { assertBalanced, type LedgerAccountRef } from '../../domain/ledger/ledger.js';
+import { assertBalanced, type Leg, type LedgerAccountRef } from '../../domain/ledger/ledger.js';
 import type { LedgerStore, MovementInput } from '../../domain/ledger/ledger.service.js';
 import { formatMicroUsd } from '../../domain/money/usd.js';
 import type { Database } from './database.js';
@@ -108,7 +108,7 @@ export async function recordMovement(
         .where('id', '=', leg.ledgerAccountId)
         .executeTakeFirstOrThrow();
       throw new AppError(
-        'insufficient_funds',
+        'insufficient_balance',
         `Insufficient balance: $${formatMicroUsd(balance)} available, $${formatMicroUsd(-amount)} required`,
         { balanceMicro: balance.toString(), requiredMicro: (-amount).toString() },
       );
@@ -121,6 +121,7 @@ export async function recordMovement(
         movement_id: inserted.id,
         ledger_account_id: leg.ledgerAccountId,
         amount: leg.amountMicro,
+        counts: leg.counts,
       })),
     )
     .execute();
@@ -149,4 +150,25 @@ async function ledgerAccountId(trx: Transaction<Database>, ref: LedgerAccountRef
     .where('account_id', '=', ref.accountId)
     .executeTakeFirstOrThrow();
   return row.id;
+}
+
+/** The legs of a recorded movement, as the domain knows them (for its reversal). */
+export async function movementLegs(trx: Transaction<Database> | Db, movementId: string): Promise<Leg[]> {
+  const rows = await trx
+    .selectFrom('ledger_legs')
+    .innerJoin('ledger_accounts', 'ledger_accounts.id', 'ledger_legs.ledger_account_id')
+    .select([
+      'ledger_legs.amount',
+      'ledger_legs.counts',
+      'ledger_accounts.kind',
+      'ledger_accounts.account_id',
+    ])
+    .where('ledger_legs.movement_id', '=', movementId)
+    .orderBy('ledger_legs.id')
+    .execute();
+  return rows.map((row) => ({
+    account: row.kind === 'user' ? { kind: 'user', accountId: row.account_id! } : { kind: row.kind },
+    amountMicro: row.amount,
+    counts: row.counts,
+  }));
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../api-deps.js';
 import { registerAccountRoutes } from './accounts.routes.js';
 import { createAuthHook } from './auth.hook.js';
+import { registerPostRoutes } from './posts.routes.js';
 import { registerProfileRoutes } from './profiles.routes.js';
 
 /**
@@ -15,4 +16,5 @@ export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
   api.addHook('onRequest', createAuthHook(deps));
   registerAccountRoutes(api, deps);
   registerProfileRoutes(api, deps);
+  registerPostRoutes(api, deps);
 }

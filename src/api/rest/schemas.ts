@@ -9,6 +9,18 @@ export const errorBody = {
   properties: { error: { type: 'string' }, message: { type: 'string' } },
 } as const;
 
+/** 402 of the write path: what the account has and what the request needed, in dollars. */
+export const insufficientBalanceBody = {
+  type: 'object',
+  required: ['error', 'message', 'balance_usd', 'required_usd'],
+  properties: {
+    error: { type: 'string', enum: ['insufficient_balance'] },
+    message: { type: 'string' },
+    balance_usd: { type: 'number' },
+    required_usd: { type: 'number' },
+  },
+} as const;
+
 const handle = { type: 'string', pattern: '^[a-z0-9_]{3,20}$', description: '3-20 of a-z, 0-9, _' } as const;
 
 /** Fields own and public profiles share. */

@@ -16,7 +16,7 @@ export interface MovementInput {
 export interface LedgerStore {
   /**
    * Records a balanced movement atomically. A user leg that would take a balance below zero fails
-   * the whole movement with AppError('insufficient_funds'); nothing is written.
+   * the whole movement with AppError('insufficient_balance'); nothing is written.
    */
   record(movement: MovementInput): Promise<{ movementId: string; replayed: boolean }>;
   money(accountId: string): Promise<AccountMoney>;

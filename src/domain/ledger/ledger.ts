@@ -67,7 +67,10 @@ export function paidEngagementLegs(
   return legs;
 }
 
-/** The legs that undo a movement (an on-chain failure): every leg negated, nothing counted. */
+/**
+ * The legs that undo a movement (an on-chain failure): every leg negated with the same counting,
+ * so the payer's total_spent and the author's total_earned drop back too.
+ */
 export function reversalLegs(legs: readonly Leg[]): Leg[] {
-  return legs.map((leg) => ({ account: leg.account, amountMicro: -leg.amountMicro, counts: 'none' }));
+  return legs.map((leg) => ({ account: leg.account, amountMicro: -leg.amountMicro, counts: leg.counts }));
 }

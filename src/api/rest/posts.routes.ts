@@ -1,0 +1,100 @@
+import type { FastifyInstance } from 'fastify';
+import { createPaidPost } from '../../app/write-path/create-post.js';
+import { AppError } from '../../domain/errors.js';
+import type { ApiDeps } from '../api-deps.js';
+import { authErrors, errorBody, insufficientBalanceBody } from './schemas.js';
+
+const postBody = {
+  type: 'object',
+  required: ['content', 'type'],
+  additionalProperties: false,
+  properties: {
+    content: { type: 'string', description: 'Non-empty after trimming; at most 1,000 characters' },
+    type: { type: 'string', enum: ['post', 'reply', 'quote'] },
+    parent_id: { type: 'string', format: 'uuid', description: 'The post replied to (reply only)' },
+    quoted_post_id: { type: 'string', format: 'uuid', description: 'The post quoted (quote only)' },
+  },
+} as const;
+
+const createdPost = {
+  type: 'object',
+  required: ['id', 'content', 'type', 'author', 'cost_usd_micro', 'swap_tx', 'created_at'],
+  properties: {
+    id: { type: 'string' },
+    content: { type: 'string' },
+    type: { type: 'string' },
+    author: {
+      type: 'object',
+      required: ['handle', 'wallet_address'],
+      properties: { handle: { type: 'string' }, wallet_address: { type: 'string' } },
+    },
+    cost_usd_micro: { type: 'integer' },
+    swap_tx: { type: 'string', description: 'Signature of the USDC payment' },
+    created_at: { type: 'string', format: 'date-time' },
+    status: {
+      type: 'string',
+      enum: ['pending'],
+      description: 'Only on 202: not confirmed within WRITE_TIMEOUT_MS',
+    },
+  },
+} as const;
+
+/**
+ * POST /posts: a paid post, reply or quote ($1). The money move is committed with its signed
+ * transaction (outbox) before anything is sent; the payments worker sends and confirms. The
+ * request waits for that up to WRITE_TIMEOUT_MS, then answers 202 with the known swap_tx.
+ */
+export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
+  api.post(
+    '/posts',
+    {
+      config: { scope: 'post', bucket: 'post' },
+      schema: {
+        summary: 'Create a post, reply or quote ($1 USDC)',
+        tags: ['posts'],
+        body: postBody,
+        response: {
+          201: createdPost,
+          202: createdPost,
+          400: errorBody,
+          402: insufficientBalanceBody,
+          404: errorBody,
+          503: errorBody,
+          ...authErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const viewer = request.viewer!;
+      const created = await createPaidPost(deps, viewer.accountId, request.body);
+      const job = await deps.payments.enqueue(created.chainTransactionId);
+      let settled: 'confirmed' | 'failed' | 'pending' = 'pending';
+      try {
+        settled = (await job.waitUntilFinished(deps.payments.events, deps.writeTimeoutMs)) as
+          'confirmed' | 'failed';
+      } catch (error) {
+        // Past the timeout the payment goes on in the worker; anything else is a real failure.
+        if (!/timed out/i.test((error as Error).message)) throw error;
+      }
+      if (settled === 'failed') {
+        throw new AppError('unavailable', 'The payment failed on chain and was refunded; try again');
+      }
+      const row = await deps.db
+        .selectFrom('chain_transactions')
+        .select('signature')
+        .where('id', '=', created.chainTransactionId)
+        .executeTakeFirstOrThrow();
+      const account = (await deps.accounts.byId(viewer.accountId))!;
+      return reply.status(settled === 'confirmed' ? 201 : 202).send({
+        id: created.id,
+        content: created.content,
+        type: created.type,
+        author: { handle: account.handle, wallet_address: account.walletAddress },
+        cost_usd_micro: Number(created.costMicro),
+        swap_tx: row.signature, // the landed signature: a re-sign after expiry changes it
+        created_at: created.createdAt.toISOString(),
+        ...(settled === 'pending' ? { status: 'pending' } : {}),
+      });
+    },
+  );
+}

@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import { PublicKey } from '@solana/web3.js';
+import type { Db } from '../../adapters/postgres/db.js';
+import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
+import type { Keystore, PlatformChain, RpcClient } from '../../adapters/solana/index.js';
+import { AppError } from '../../domain/errors.js';
+import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
+import { validatePostDraft, type PostType } from '../../domain/posts/post-rules.js';
+import { signUsdcPayment, walletSigner } from './payment-transaction.js';
+
+export interface WritePathDeps {
+  db: Db;
+  rpc: RpcClient;
+  keystore: Keystore;
+  bootstrapChain(): Promise<PlatformChain>;
+}
+
+export interface CreatedPost {
+  id: string;
+  type: PostType;
+  content: string;
+  authorId: string;
+  createdAt: Date;
+  costMicro: bigint;
+  chainTransactionId: string;
+  swapTx: string;
+}
+
+/**
+ * A paid post, reply or quote. One Postgres transaction holds the ledger movement (the $1 leaves
+ * the author at once: a conditional debit, so concurrent posts cannot overspend), the post, the
+ * signed Solana transaction in the outbox and the domain event. Nothing is sent here: the payments
+ * worker sends from the outbox, so a crash after this commit loses nothing and charges once.
+ */
+export async function createPaidPost(
+  deps: WritePathDeps,
+  authorId: string,
+  body: unknown,
+): Promise<CreatedPost> {
+  const draft = validatePostDraft(body);
+  let referenceAuthor: { id: string; wallet: string } | undefined;
+  if (draft.referenceId) {
+    const referenced = await deps.db
+      .selectFrom('posts')
+      .innerJoin('accounts', 'accounts.id', 'posts.author_id')
+      .select(['accounts.id', 'accounts.wallet_address'])
+      .where('posts.id', '=', draft.referenceId)
+      .executeTakeFirst();
+    if (!referenced) throw new AppError('not_found', `No post ${draft.referenceId}`);
+    referenceAuthor = { id: referenced.id, wallet: referenced.wallet_address ?? '' };
+  }
+
+  const legs = paidEngagementLegs(authorId, referenceAuthor?.id);
+  const platform = await deps.bootstrapChain();
+  const payer = await walletSigner(deps.db, deps.keystore, authorId);
+  const postId = randomUUID();
+  const share = legs.find((leg) => leg.account.kind === 'user' && leg.amountMicro > 0n)?.amountMicro ?? 0n;
+  const treasuryShare = legs.find((leg) => leg.account.kind === 'treasury')!.amountMicro;
+  const payment = await signUsdcPayment(deps.rpc, platform, {
+    from: payer,
+    to: [
+      { owner: platform.signers.treasury.publicKey, amountMicro: treasuryShare },
+      ...(share > 0n && referenceAuthor
+        ? [{ owner: new PublicKey(referenceAuthor.wallet), amountMicro: share }]
+        : []),
+    ],
+    memo: `ledgerfeed:${draft.type}:${postId}`,
+  });
+
+  const cost = -legs[0]!.amountMicro;
+  return deps.db.transaction().execute(async (trx) => {
+    const { movementId } = await recordMovement(trx, { kind: 'post', legs });
+    const post = await trx
+      .insertInto('posts')
+      .values({
+        id: postId,
+        author_id: authorId,
+        type: draft.type,
+        content: draft.content,
+        parent_id: draft.type === 'reply' ? (draft.referenceId ?? null) : null,
+        quoted_post_id: draft.type === 'quote' ? (draft.referenceId ?? null) : null,
+        movement_id: movementId,
+      })
+      .returning(['id', 'created_at'])
+      .executeTakeFirstOrThrow();
+    const chainTx = await trx
+      .insertInto('chain_transactions')
+      .values({
+        movement_id: movementId,
+        signature: payment.signature,
+        wire: payment.wire,
+        blockhash: payment.blockhash,
+        last_valid_block_height: BigInt(payment.lastValidBlockHeight),
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const eventType =
+      draft.type === 'post' ? 'post.created' : draft.type === 'reply' ? 'post.replied' : 'post.quoted';
+    await trx
+      .insertInto('domain_events')
+      .values({ type: eventType, actor_id: authorId, post_id: postId, amount_micro: cost })
+      .execute();
+    return {
+      id: post.id,
+      type: draft.type,
+      content: draft.content,
+      authorId,
+      createdAt: post.created_at,
+      costMicro: cost,
+      chainTransactionId: chainTx.id,
+      swapTx: payment.signature,
+    };
+  });
+}

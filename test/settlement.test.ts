@@ -1,0 +1,112 @@
+import { PublicKey } from '@solana/web3.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import {
+  associatedTokenAccount,
+  buildTransfer,
+  fundUsdc,
+  sendAndConfirm,
+  signTransaction,
+  USDC_DECIMALS,
+  type PlatformChain,
+} from '../src/adapters/solana/index.js';
+import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { walletSigner } from '../src/app/write-path/payment-transaction.js';
+import { settlePayment } from '../src/app/write-path/settle-payment.js';
+import type { Account } from '../src/domain/accounts/account.js';
+import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { openTestEnv, type TestEnv } from './support/test-env.js';
+
+/** The payments worker's settlement, driven step by step (no queue) to reach the rare paths. */
+let env: TestEnv;
+let platform: PlatformChain;
+
+beforeAll(async () => {
+  env = await openTestEnv({}, { chain: true });
+  platform = await env.app.bootstrapChain();
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+async function funded(handle: string, micro: bigint): Promise<Account> {
+  const account = await createAccount(env.app, { handle });
+  const { signature } = await fundUsdc(env.app.rpc, platform, account.walletAddress, micro);
+  await env.app.ledger.record({
+    kind: 'deposit',
+    idempotencyKey: `deposit:${signature}`,
+    legs: [
+      { account: { kind: 'external' }, amountMicro: -micro, counts: 'none' },
+      { account: { kind: 'user', accountId: account.id }, amountMicro: micro, counts: 'none' },
+    ],
+  });
+  return account;
+}
+
+const outboxRow = (id: string) =>
+  env.app.db.selectFrom('chain_transactions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+async function usdc(owner: string): Promise<bigint> {
+  const ata = associatedTokenAccount(platform.usdcMint, new PublicKey(owner));
+  const { value } = await env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [ata.toBase58()]);
+  return BigInt(value.amount);
+}
+
+describe('settlePayment', () => {
+  test('an expired blockhash forces a re-sign; swap_tx becomes the landed signature and the post is paid once', async () => {
+    const author = await funded('expiry_1', 2_000_000n);
+    const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'late' });
+    env.localnet!.chain.warp(151); // the signed transaction can never land now
+    expect(await settlePayment(env.app, post.chainTransactionId)).toBe('confirmed');
+
+    const row = await outboxRow(post.chainTransactionId);
+    expect(row.status).toBe('confirmed');
+    expect(row.attempts).toBe(2);
+    expect(row.signature).not.toBe(post.swapTx);
+    const [landed, stale] = await env.app.rpc.getSignatureStatuses([row.signature, post.swapTx]);
+    expect(landed?.err).toBeNull();
+    expect(stale).toBeNull();
+    expect(await usdc(author.walletAddress)).toBe(1_000_000n);
+    expect((await env.app.ledger.money(author.id)).availableMicro).toBe(1_000_000n);
+    // Settling again changes nothing.
+    expect(await settlePayment(env.app, post.chainTransactionId)).toBe('confirmed');
+    expect(await usdc(author.walletAddress)).toBe(1_000_000n);
+  });
+
+  test('a payment that fails on chain reverses its legs: the author gets the dollar back', async () => {
+    const author = await funded('failure_1', 1_000_000n);
+    const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'doomed' });
+    expect((await env.app.ledger.money(author.id)).availableMicro).toBe(0n);
+
+    // Move the wallet's USDC away behind the ledger's back, so the payment cannot succeed on chain.
+    const signer = await walletSigner(env.app.db, env.app.keystore, author.id);
+    const { blockhash, lastValidBlockHeight } = await env.app.rpc.getLatestBlockhash('confirmed');
+    const drain = buildTransfer({
+      feePayer: platform.signers.fee_payer.publicKey,
+      recentBlockhash: blockhash,
+      legs: [
+        {
+          mint: platform.usdcMint,
+          decimals: USDC_DECIMALS,
+          from: signer.publicKey,
+          to: platform.signers.treasury.publicKey,
+          amount: 1_000_000n,
+        },
+      ],
+    });
+    const signedDrain = signTransaction(drain, [platform.signers.fee_payer, signer]);
+    await sendAndConfirm(env.app.rpc, { ...signedDrain, lastValidBlockHeight }, { commitment: 'confirmed' });
+
+    expect(await settlePayment(env.app, post.chainTransactionId)).toBe('failed');
+    const row = await outboxRow(post.chainTransactionId);
+    expect(row.status).toBe('failed');
+    expect(row.error).toMatchObject({ kind: 'program_error' });
+    expect(await env.app.ledger.money(author.id)).toEqual({
+      availableMicro: 1_000_000n,
+      totalEarnedMicro: 0n,
+      totalSpentMicro: 0n,
+    });
+    // A second settlement (a retried job) does not refund twice.
+    expect(await settlePayment(env.app, post.chainTransactionId)).toBe('failed');
+    expect((await env.app.ledger.money(author.id)).availableMicro).toBe(1_000_000n);
+  });
+});

@@ -47,7 +47,9 @@ const outboxRow = (id: string) =>
 
 async function usdc(owner: string): Promise<bigint> {
   const ata = associatedTokenAccount(platform.usdcMint, new PublicKey(owner));
-  const { value } = await env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [ata.toBase58()]);
+  const { value } = await env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
+    ata.toBase58(),
+  ]);
   return BigInt(value.amount);
 }
 

@@ -8,6 +8,8 @@ export interface QueueProcessor {
   queue: string;
   concurrency: number;
   process: Processor;
+  /** Lock and stall settings: how fast a job held by a crashed worker is picked up again. */
+  lock?: { lockDuration: number; stalledInterval: number; maxStalledCount: number };
   /** Re-enqueues work a crash left unfinished; returns how many items it found. */
   resume?: () => Promise<number>;
 }
@@ -24,6 +26,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
       connection,
       prefix: app.config.REDIS_PREFIX,
       concurrency: p.concurrency,
+      ...p.lock,
     });
     worker.on('failed', (job, error) =>
       log.warn({ queue: p.queue, jobId: job?.id, err: error }, 'job failed'),

@@ -1,0 +1,136 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { PublicKey } from '@solana/web3.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { associatedTokenAccount, fundUsdc, type PlatformChain } from '../src/adapters/solana/index.js';
+import { createPaidPost } from '../src/app/write-path/create-post.js';
+import type { Account } from '../src/domain/accounts/account.js';
+import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { openTestEnv, type TestEnv } from './support/test-env.js';
+
+/**
+ * The payments worker as a real child process, killed with SIGKILL at the two dangerous moments:
+ * after the outbox commit and before sending, and after sending and before the confirmation is
+ * recorded. After a restart each payment exists exactly once on chain and in the ledger.
+ */
+let env: TestEnv;
+let platform: PlatformChain;
+const children: ChildProcessWithoutNullStreams[] = [];
+
+beforeAll(async () => {
+  env = await openTestEnv({}, { chain: true });
+  platform = await env.app.bootstrapChain();
+});
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  await env?.close();
+});
+
+async function startWorker(): Promise<ChildProcessWithoutNullStreams> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--only', 'worker'], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/root',
+      DATA_DIR: env.config.DATA_DIR, // same dev wallet master key as this test's keystore
+      DATABASE_URL: env.config.DATABASE_URL!,
+      REDIS_URL: env.config.REDIS_URL!,
+      REDIS_PREFIX: env.config.REDIS_PREFIX,
+      CLICKHOUSE_DATABASE: env.config.CLICKHOUSE_DATABASE,
+      SOLANA_RPC_URL: env.localnet!.rpcUrl,
+      LOG_LEVEL: 'warn',
+    },
+  });
+  children.push(child);
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + 60_000;
+  while (!output.includes('Press Ctrl-C')) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return child;
+}
+
+async function kill(child: ChildProcessWithoutNullStreams): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+async function funded(handle: string, micro: bigint): Promise<Account> {
+  const account = await createAccount(env.app, { handle });
+  const { signature } = await fundUsdc(env.app.rpc, platform, account.walletAddress, micro);
+  await env.app.ledger.record({
+    kind: 'deposit',
+    idempotencyKey: `deposit:${signature}`,
+    legs: [
+      { account: { kind: 'external' }, amountMicro: -micro, counts: 'none' },
+      { account: { kind: 'user', accountId: account.id }, amountMicro: micro, counts: 'none' },
+    ],
+  });
+  return account;
+}
+
+async function usdc(owner: string): Promise<bigint> {
+  const ata = associatedTokenAccount(platform.usdcMint, new PublicKey(owner));
+  const { value } = await env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
+    ata.toBase58(),
+  ]);
+  return BigInt(value.amount);
+}
+
+async function statusOf(id: string): Promise<string> {
+  const row = await env.app.db
+    .selectFrom('chain_transactions')
+    .select('status')
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
+  return row.status;
+}
+
+async function until(condition: () => Promise<boolean>, what: string, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('payments worker crash safety', { timeout: 180_000 }, () => {
+  test('killed after the outbox commit, before sending: the restarted worker pays exactly once', async () => {
+    const author = await funded('crash_a', 3_000_000n);
+    const worker = await startWorker();
+    await kill(worker); // a worker that died: nothing will send what is committed next
+    const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'committed, unsent' });
+    expect(await env.app.rpc.getSignatureStatuses([post.swapTx])).toEqual([null]);
+
+    const restarted = await startWorker(); // resumes every unfinished outbox row on start
+    await until(async () => (await statusOf(post.chainTransactionId)) === 'confirmed', 'confirmation');
+    await kill(restarted);
+    expect(await usdc(author.walletAddress)).toBe(2_000_000n);
+    expect((await env.app.ledger.money(author.id)).availableMicro).toBe(2_000_000n);
+  });
+
+  test('killed after sending, before recording the confirmation: no second payment', async () => {
+    const author = await funded('crash_b', 3_000_000n);
+    const worker = await startWorker();
+    const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'sent, unrecorded' });
+    await env.app.payments.enqueue(post.chainTransactionId);
+    // The moment the transaction is on chain but the outbox row still says 'signed'.
+    await until(async () => (await env.app.rpc.getSignatureStatuses([post.swapTx]))[0] !== null, 'the send');
+    await kill(worker);
+    expect(await statusOf(post.chainTransactionId)).toBe('signed');
+
+    const restarted = await startWorker();
+    await until(async () => (await statusOf(post.chainTransactionId)) === 'confirmed', 'confirmation');
+    await kill(restarted);
+    expect(await usdc(author.walletAddress)).toBe(2_000_000n);
+    expect((await env.app.ledger.money(author.id)).availableMicro).toBe(2_000_000n);
+    const history = await env.app.rpc.call<Array<{ memo: string | null }>>('getSignaturesForAddress', [
+      associatedTokenAccount(platform.usdcMint, new PublicKey(author.walletAddress)).toBase58(),
+      { commitment: 'confirmed' },
+    ]);
+    // One landed transaction carries this post's memo: the payment, once.
+    expect(history.filter((entry) => entry.memo?.includes(post.id))).toHaveLength(1);
+  });
+});

@@ -5,6 +5,7 @@ import { buildServer } from '../src/api/server.js';
 import { openApp, type App } from '../src/app/app.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { fundUsdc } from '../src/adapters/solana/index.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -13,7 +14,8 @@ const servers: FastifyInstance[] = [];
 const bases: string[] = [];
 
 beforeAll(async () => {
-  env = await openTestEnv({}, { chain: true });
+  // No payments worker here: paid posts answer 202 pending after 50 ms instead of waiting.
+  env = await openTestEnv({ WRITE_TIMEOUT_MS: '50' }, { chain: true });
   // A second API process: its own pools and Redis connection, the same deployment.
   second = openApp(env.config, pino({ level: 'silent' }), env.app.stack);
   for (const app of [env.app, second]) {
@@ -82,3 +84,36 @@ test('sign-up is limited per client IP', { timeout: 60_000 }, async () => {
   expect(status).toBe(429);
   expect(attempts).toBe(6);
 });
+
+test(
+  'the 11th post in a minute is 429 with Retry-After, and is not charged',
+  { timeout: 90_000 },
+  async () => {
+    const account = await createAccount(env.app, { handle: 'poster_1' });
+    const { key } = await createApiKey(env.app.apiKeys, account.id);
+    const platform = await env.app.bootstrapChain();
+    const { signature } = await fundUsdc(env.app.rpc, platform, account.walletAddress, 20_000_000n);
+    await env.app.ledger.record({
+      kind: 'deposit',
+      idempotencyKey: `deposit:${signature}`,
+      legs: [
+        { account: { kind: 'external' }, amountMicro: -20_000_000n, counts: 'none' },
+        { account: { kind: 'user', accountId: account.id }, amountMicro: 20_000_000n, counts: 'none' },
+      ],
+    });
+    await awaitFreshWindow();
+    const send = () =>
+      fetch(`${bases[0]}/api/v1/posts`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'post', content: 'counting' }),
+      });
+    for (let i = 0; i < 10; i++) expect([201, 202]).toContain((await send()).status);
+    const refused = await send();
+    expect(refused.status).toBe(429);
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter >= 1 && retryAfter <= 60).toBe(true);
+    expect(refused.headers.get('ratelimit-policy')).toBe('"post";q=10;w=60');
+    expect((await env.app.ledger.money(account.id)).availableMicro).toBe(10_000_000n);
+  },
+);

@@ -15,7 +15,10 @@ test('the document names every /api/v1 route with its errors', async () => {
     '/api/v1/accounts',
     '/api/v1/me',
     '/api/v1/me/profile',
+    '/api/v1/me/transactions',
     '/api/v1/posts',
+    '/api/v1/posts/{id}/like',
+    '/api/v1/posts/{id}/repost',
     '/api/v1/users/{handle}',
     '/api/v1/users/{handle}/follow',
   ]);

@@ -4,6 +4,7 @@ import * as platformWallets from './2026_11_22_1_platform_wallets.js';
 import * as apiKeysFollows from './2026_11_22_2_api_keys_follows.js';
 import * as ledger from './2026_11_22_3_ledger.js';
 import * as postsOutbox from './2026_11_22_4_posts_outbox.js';
+import * as repostsLikes from './2026_11_22_5_reposts_likes.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -16,4 +17,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_2_api_keys_follows': apiKeysFollows,
   '2026_11_22_3_ledger': ledger,
   '2026_11_22_4_posts_outbox': postsOutbox,
+  '2026_11_22_5_reposts_likes': repostsLikes,
 };

@@ -21,6 +21,8 @@ export interface ApiDeps extends WritePathDeps {
   wallets: WalletProvisioner;
   rateLimiter: RateLimiter;
   payments: PaymentsQueue;
+  /** HMAC key of opaque pagination cursors. */
+  cursorSecret: string;
   /** WRITE_TIMEOUT_MS: how long a paid write waits for confirmation before answering 202. */
   writeTimeoutMs: number;
 }

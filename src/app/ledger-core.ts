@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createAccountStore } from '../adapters/postgres/accounts.repository.js';
 import { createApiKeyStore } from '../adapters/postgres/api-keys.repository.js';
@@ -24,6 +25,8 @@ import { resolveMasterKey } from './master-key.js';
 export interface LedgerCore {
   rpc: RpcClient;
   keystore: Keystore;
+  /** HMAC key of opaque pagination cursors (per deployment: forged cursors are refused). */
+  cursorSecret: string;
   accounts: AccountStore;
   apiKeys: ApiKeyStore;
   follows: FollowStore;
@@ -38,7 +41,8 @@ export interface LedgerCore {
 
 export function createLedgerCore(config: Config, logger: Logger, db: Db, solanaUrl: string): LedgerCore {
   const rpc = createRpcClient(solanaUrl);
-  const keystore = createKeystore(resolveMasterKey(config, logger));
+  const masterKey = resolveMasterKey(config, logger);
+  const keystore = createKeystore(masterKey);
   let bootstrapped: Promise<PlatformChain> | undefined;
   const platform = (): Promise<PlatformChain> => {
     bootstrapped ??= bootstrapChain(
@@ -53,6 +57,8 @@ export function createLedgerCore(config: Config, logger: Logger, db: Db, solanaU
   return {
     rpc,
     keystore,
+    // A key of its own for cursor MACs, derived so the master key itself never signs anything public.
+    cursorSecret: createHmac('sha256', masterKey).update('ledgerfeed:history-cursor:v1').digest('hex'),
     accounts: createAccountStore(db),
     apiKeys: createApiKeyStore(db),
     follows: createFollowStore(db),

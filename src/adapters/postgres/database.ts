@@ -12,6 +12,8 @@ export interface Database {
   chain_transactions: ChainTransactionsTable;
   posts: PostsTable;
   domain_events: DomainEventsTable;
+  reposts: RepostsTable;
+  likes: LikesTable;
 }
 
 export interface ChainTransactionsTable {
@@ -37,6 +39,21 @@ export interface PostsTable {
   parent_id: string | null;
   quoted_post_id: string | null;
   movement_id: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+export interface RepostsTable {
+  id: Generated<string>;
+  reposter_id: string;
+  /** The original post. */
+  post_id: string;
+  movement_id: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+export interface LikesTable {
+  account_id: string;
+  post_id: string;
   created_at: ColumnType<Date, Date | undefined, never>;
 }
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createPaidPost } from '../../app/write-path/create-post.js';
-import { AppError } from '../../domain/errors.js';
 import type { ApiDeps } from '../api-deps.js';
+import { awaitPayment } from './await-payment.js';
 import { authErrors, errorBody, insufficientBalanceBody } from './schemas.js';
 
 const postBody = {
@@ -67,23 +67,7 @@ export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const viewer = request.viewer!;
       const created = await createPaidPost(deps, viewer.accountId, request.body);
-      const job = await deps.payments.enqueue(created.chainTransactionId);
-      let settled: 'confirmed' | 'failed' | 'pending' = 'pending';
-      try {
-        settled = (await job.waitUntilFinished(deps.payments.events, deps.writeTimeoutMs)) as
-          'confirmed' | 'failed';
-      } catch (error) {
-        // Past the timeout the payment goes on in the worker; anything else is a real failure.
-        if (!/timed out/i.test((error as Error).message)) throw error;
-      }
-      if (settled === 'failed') {
-        throw new AppError('unavailable', 'The payment failed on chain and was refunded; try again');
-      }
-      const row = await deps.db
-        .selectFrom('chain_transactions')
-        .select('signature')
-        .where('id', '=', created.chainTransactionId)
-        .executeTakeFirstOrThrow();
+      const { settled, swapTx } = await awaitPayment(deps, created.chainTransactionId);
       const account = (await deps.accounts.byId(viewer.accountId))!;
       return reply.status(settled === 'confirmed' ? 201 : 202).send({
         id: created.id,
@@ -91,7 +75,7 @@ export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
         type: created.type,
         author: { handle: account.handle, wallet_address: account.walletAddress },
         cost_usd_micro: Number(created.costMicro),
-        swap_tx: row.signature, // the landed signature: a re-sign after expiry changes it
+        swap_tx: swapTx, // the landed signature: a re-sign after expiry changes it
         created_at: created.createdAt.toISOString(),
         ...(settled === 'pending' ? { status: 'pending' } : {}),
       });

@@ -2,8 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../api-deps.js';
 import { registerAccountRoutes } from './accounts.routes.js';
 import { createAuthHook } from './auth.hook.js';
+import { registerEngagementRoutes } from './engagement.routes.js';
 import { registerPostRoutes } from './posts.routes.js';
 import { registerProfileRoutes } from './profiles.routes.js';
+import { registerTransactionRoutes } from './transactions.routes.js';
 
 /**
  * The /api/v1 compatibility layer. Each route parses input, calls one service function and maps
@@ -17,4 +19,6 @@ export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
   registerAccountRoutes(api, deps);
   registerProfileRoutes(api, deps);
   registerPostRoutes(api, deps);
+  registerEngagementRoutes(api, deps);
+  registerTransactionRoutes(api, deps);
 }

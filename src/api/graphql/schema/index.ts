@@ -1,3 +1,4 @@
 import './health.js';
 import './account.js';
 import './api-key.js';
+import './transaction.js';

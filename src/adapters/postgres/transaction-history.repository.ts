@@ -1,0 +1,80 @@
+import { sql } from 'kysely';
+import type { HistoryRow, TransactionHistoryStore } from '../../domain/ledger/transaction-history.js';
+import type { Db } from './db.js';
+
+/**
+ * The history of an account, read from the ledger: its legs (summed per movement, so a movement
+ * is one entry however many legs of the account it has), their movement, the post the movement
+ * paid for and the movement's chain transaction. A reversal has neither post nor chain
+ * transaction of its own: it shows those of the movement it reverses. An account with no ledger
+ * account has no legs, hence an empty history.
+ *
+ * Ordering needs every movement of the account (there is no per-account index on the movement's
+ * time); fine at today's volumes, a denormalised `(ledger_account_id, created_at)` index is the fix
+ * when histories grow long.
+ */
+export function createTransactionHistoryStore(db: Db): TransactionHistoryStore {
+  return {
+    page: async (accountId, { limit, after }) => {
+      let query = db
+        .with('mine', (qb) =>
+          qb
+            .selectFrom('ledger_legs as l')
+            .innerJoin('ledger_accounts as la', 'la.id', 'l.ledger_account_id')
+            .where('la.account_id', '=', accountId)
+            .groupBy('l.movement_id')
+            .select(['l.movement_id', sql<bigint>`sum(l.amount)::bigint`.as('amount')]),
+        )
+        .selectFrom('mine')
+        .innerJoin('ledger_movements as m', 'm.id', 'mine.movement_id')
+        .leftJoin('ledger_movements as r', 'r.id', 'm.reverses_id')
+        .leftJoin('posts as p', (join) =>
+          join.on(sql<boolean>`p.movement_id = coalesce(m.reverses_id, m.id)`),
+        )
+        // A repost's movement names the reposted post (its related post).
+        .leftJoin('reposts as rp', (join) =>
+          join.on(sql<boolean>`rp.movement_id = coalesce(m.reverses_id, m.id)`),
+        )
+        .leftJoin('chain_transactions as ct', (join) =>
+          join.on(sql<boolean>`ct.movement_id = coalesce(m.reverses_id, m.id)`),
+        )
+        .select([
+          'm.id',
+          'm.kind',
+          'mine.amount',
+          'm.created_at',
+          // Microseconds kept as text: a Date would round them to milliseconds.
+          sql<string>`to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as(
+            'created_at_exact',
+          ),
+          'm.idempotency_key',
+          'r.kind as reversed_kind',
+          'r.idempotency_key as reversed_key',
+          'ct.signature',
+          sql<string | null>`coalesce(p.id, rp.post_id)`.as('post_id'),
+          'p.type as post_type',
+        ])
+        .orderBy('m.created_at', 'desc')
+        .orderBy('m.id', 'desc')
+        .limit(limit);
+      if (after) {
+        query = query.where(
+          sql<boolean>`(m.created_at, m.id) < (${after.createdAt}::timestamptz, ${after.movementId}::uuid)`,
+        );
+      }
+      const rows = await query.execute();
+      return rows.map((row): HistoryRow => ({
+        movementId: row.id,
+        kind: row.kind,
+        amountMicro: row.amount,
+        createdAt: row.created_at,
+        createdAtExact: row.created_at_exact,
+        idempotencyKey: row.idempotency_key,
+        reversed: row.reversed_kind ? { kind: row.reversed_kind, idempotencyKey: row.reversed_key } : null,
+        chainSignature: row.signature,
+        // A repost's related post is the reposted one (no post row of its own: typed as a post).
+        post: row.post_id ? { id: row.post_id, type: row.post_type ?? 'post' } : null,
+      }));
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import { transactionHistory } from '../../../app/transaction-history.js';
+import { AppError } from '../../../domain/errors.js';
+import { HISTORY_MAX_LIMIT, type Transaction } from '../../../domain/ledger/transaction-history.js';
+import { formatMicroUsd } from '../../../domain/money/usd.js';
+import { builder } from '../builder.js';
+import { ViewerRef } from './account.js';
+
+const TransactionTypeEnum = builder.enumType('TransactionType', {
+  description: 'The spec’s types plus DEPOSIT (USDC in) and REFUND (a payment that failed on chain).',
+  values: {
+    POST: { value: 'post' },
+    REPOST: { value: 'repost' },
+    EARN: { value: 'earn' },
+    SEND: { value: 'send' },
+    RECEIVE: { value: 'receive' },
+    DEPOSIT: { value: 'deposit' },
+    REFUND: { value: 'refund' },
+  } as const,
+});
+
+/** One ledger movement as the viewer saw it (REST: the spec's Transaction). */
+export const TransactionRef = builder.objectRef<Transaction>('Transaction').implement({
+  fields: (t) => ({
+    id: t.exposeString('id', { description: 'The ledger movement.' }),
+    type: t.expose('type', { type: TransactionTypeEnum }),
+    amountUsd: t.string({
+      description: 'Signed decimal dollars ("-1", "0.5"): negative when the viewer spent. Never a float.',
+      resolve: (transaction) => formatMicroUsd(transaction.amountMicro),
+    }),
+    description: t.exposeString('description'),
+    swapTx: t.exposeString('swapTx', {
+      nullable: true,
+      description:
+        'Solana signature; for a refund, the failed payment’s. Null only for a movement without one.',
+    }),
+    relatedPostId: t.exposeString('relatedPostId', { nullable: true }),
+    counterparty: t.exposeString('counterparty', {
+      nullable: true,
+      description: 'Handle of the other party of a send.',
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
+const TransactionConnection = builder.connectionObject({
+  type: TransactionRef,
+  name: 'TransactionConnection',
+  edgesNullable: false,
+  nodeNullable: false,
+});
+
+// On Viewer only: a history is its owner's business. The `viewer` field already spent `read`.
+builder.objectField(ViewerRef, 'transactions', (t) =>
+  t.connection(
+    {
+      type: TransactionRef,
+      description: `The viewer's transaction history (REST GET /me/transactions), newest first; \`first\` 1 to ${HISTORY_MAX_LIMIT}, default 20.`,
+      resolve: async (account, args, ctx) => {
+        if (args.last != null || args.before != null)
+          throw new AppError('invalid_request', 'The history pages forward only: use first and after');
+        const page = await transactionHistory(
+          ctx.deps,
+          account.id,
+          { limit: args.first, cursor: args.after },
+          { limit: 'first', cursor: 'after' },
+        );
+        return {
+          edges: page.items.map((item) => ({ node: item.transaction, cursor: item.cursor })),
+          pageInfo: {
+            hasNextPage: page.hasMore,
+            // Keyset pages cannot tell cheaply whether anything is newer than `after` (Relay allows false).
+            hasPreviousPage: false,
+            startCursor: page.items[0]?.cursor ?? null,
+            endCursor: page.items.at(-1)?.cursor ?? null,
+          },
+        };
+      },
+    },
+    TransactionConnection,
+  ),
+);

@@ -1,0 +1,104 @@
+import type { FastifyInstance } from 'fastify';
+import { setLike } from '../../app/write-path/like-post.js';
+import { repostPost } from '../../app/write-path/repost-post.js';
+import type { ApiDeps } from '../api-deps.js';
+import { awaitPayment } from './await-payment.js';
+import { authErrors, errorBody, insufficientBalanceBody } from './schemas.js';
+
+/** No format here: an id that is not a UUID names no post and answers 404 (engagement-rules.ts). */
+const postIdParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', description: 'The post (a UUID; anything else is 404)' } },
+} as const;
+
+/** The spec's Repost object; `status` only on 202. */
+const createdRepost = {
+  type: 'object',
+  required: ['id', 'repost_of', 'cost_usd_micro', 'swap_tx'],
+  properties: {
+    id: { type: 'string', description: 'ID of the new repost' },
+    repost_of: { type: 'string', description: 'ID of the original post' },
+    cost_usd_micro: { type: 'integer', description: 'Micro-USD; 1000000 equals $1.00' },
+    swap_tx: { type: 'string', description: 'Signature of the USDC payment' },
+    status: {
+      type: 'string',
+      enum: ['pending'],
+      description: 'Only on 202: not confirmed within WRITE_TIMEOUT_MS',
+    },
+  },
+} as const;
+
+/**
+ * The spec shows no body for like and unlike: ours is the state left behind and the post's like
+ * count after it, `{ "liked": true | false, "like_count": <n> }`, the same for a repeat (idempotent).
+ */
+const likeState = {
+  type: 'object',
+  required: ['liked', 'like_count'],
+  properties: {
+    liked: { type: 'boolean' },
+    like_count: { type: 'integer', description: 'Likes of the post after this request' },
+  },
+} as const;
+
+/**
+ * Reposts ($1, paid like a reply: 50% to the original author) and likes (free). Every route needs
+ * `engage`: for repost the spec's scope table (engage) wins over the endpoint text (post), being
+ * the more specific statement (README). Buckets: `repost` (10/min) and `like` (30/min, likes and
+ * unlikes together).
+ */
+export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): void {
+  api.post<{ Params: { id: string } }>(
+    '/posts/:id/repost',
+    {
+      config: { scope: 'engage', bucket: 'repost' },
+      schema: {
+        summary: 'Repost a post ($1 USDC; 50% to its author); once per post',
+        tags: ['posts'],
+        params: postIdParams,
+        response: {
+          201: createdRepost,
+          202: createdRepost,
+          402: insufficientBalanceBody,
+          404: errorBody,
+          409: errorBody,
+          503: errorBody,
+          ...authErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const created = await repostPost(deps, request.viewer!.accountId, request.params.id);
+      const { settled, swapTx } = await awaitPayment(deps, created.chainTransactionId);
+      return reply.status(settled === 'confirmed' ? 201 : 202).send({
+        id: created.id,
+        repost_of: created.repostOf,
+        cost_usd_micro: Number(created.costMicro),
+        swap_tx: swapTx,
+        ...(settled === 'pending' ? { status: 'pending' } : {}),
+      });
+    },
+  );
+
+  for (const [method, liked] of [
+    ['POST', true],
+    ['DELETE', false],
+  ] as const) {
+    api.route<{ Params: { id: string } }>({
+      method,
+      url: '/posts/:id/like',
+      config: { scope: 'engage', bucket: 'like' },
+      schema: {
+        summary: liked ? 'Like a post (free, idempotent)' : 'Unlike a post (free, idempotent)',
+        tags: ['posts'],
+        params: postIdParams,
+        response: { 200: likeState, 404: errorBody, ...authErrors },
+      },
+      handler: async (request) => {
+        const state = await setLike(deps, request.viewer!.accountId, request.params.id, liked);
+        return { liked: state.liked, like_count: state.likeCount };
+      },
+    });
+  }
+}

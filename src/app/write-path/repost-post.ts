@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import { PublicKey } from '@solana/web3.js';
+import type { Db } from '../../adapters/postgres/db.js';
+import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
+import type { PlatformChain } from '../../adapters/solana/index.js';
+import { paidEngagementLegs, type Leg } from '../../domain/ledger/ledger.js';
+import { alreadyReposted, parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
+import type { WritePathDeps } from './create-post.js';
+import { signUsdcPayment, walletSigner } from './payment-transaction.js';
+
+export interface CreatedRepost {
+  id: string;
+  /** The original post. */
+  repostOf: string;
+  costMicro: bigint;
+  chainTransactionId: string;
+  swapTx: string;
+}
+
+/** Name of the UNIQUE (reposter_id, post_id) constraint (schema/postgres/2026_11_22_5_reposts_likes.ts). */
+const REPOST_ONCE_CONSTRAINT = 'reposts_once_per_account';
+const UNIQUE_VIOLATION = '23505';
+
+/**
+ * A paid repost ($1), written like a paid post (create-post.ts): one Postgres transaction holds
+ * the ledger movement (kind 'repost'; the original author earns 50% unless the reposter is the
+ * author), the repost row, the signed Solana transaction in the outbox and the 'post.reposted'
+ * event. The payments worker sends it.
+ *
+ * One repost per account and post: a second is 409 before anything is signed; two racing
+ * requests both pass that check, and the UNIQUE constraint fails the later commit, whose
+ * movement and outbox row roll back with it (no money moves, nothing is ever sent). A repost
+ * whose payment failed on chain (refunded by the worker) does not count: it may be tried again.
+ */
+export async function repostPost(
+  deps: WritePathDeps,
+  reposterId: string,
+  rawPostId: unknown,
+): Promise<CreatedRepost> {
+  const postId = parsePostId(rawPostId);
+  const original = await deps.db
+    .selectFrom('posts')
+    .innerJoin('accounts', 'accounts.id', 'posts.author_id')
+    .select(['accounts.id as authorId', 'accounts.wallet_address as authorWallet'])
+    .where('posts.id', '=', postId)
+    .executeTakeFirst();
+  if (!original) throw unknownPost(postId);
+  const previous = await existingRepost(deps.db, reposterId, postId);
+  if (previous && previous.status !== 'failed') throw alreadyReposted(postId);
+
+  const legs = paidEngagementLegs(reposterId, original.authorId);
+  const platform = await deps.bootstrapChain();
+  const payer = await walletSigner(deps.db, deps.keystore, reposterId);
+  const repostId = randomUUID();
+  const payment = await signUsdcPayment(deps.rpc, platform, {
+    from: payer,
+    to: legs
+      .filter((leg) => leg.amountMicro > 0n)
+      .map((leg) => ({ owner: ownerOf(leg, platform, original), amountMicro: leg.amountMicro })),
+    memo: `ledgerfeed:repost:${repostId}`,
+  });
+
+  const cost = -legs[0]!.amountMicro;
+  try {
+    return await deps.db.transaction().execute(async (trx) => {
+      const { movementId } = await recordMovement(trx, { kind: 'repost', legs });
+      if (previous) {
+        // Its payment failed and was reversed: the row makes way for this attempt.
+        await trx.deleteFrom('reposts').where('id', '=', previous.id).execute();
+      }
+      await trx
+        .insertInto('reposts')
+        .values({ id: repostId, reposter_id: reposterId, post_id: postId, movement_id: movementId })
+        .execute();
+      const chainTx = await trx
+        .insertInto('chain_transactions')
+        .values({
+          movement_id: movementId,
+          signature: payment.signature,
+          wire: payment.wire,
+          blockhash: payment.blockhash,
+          last_valid_block_height: BigInt(payment.lastValidBlockHeight),
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await trx
+        .insertInto('domain_events')
+        .values({
+          type: 'post.reposted',
+          actor_id: reposterId,
+          post_id: postId,
+          amount_micro: cost,
+          payload: JSON.stringify({ repost_id: repostId }),
+        })
+        .execute();
+      return {
+        id: repostId,
+        repostOf: postId,
+        costMicro: cost,
+        chainTransactionId: chainTx.id,
+        swapTx: payment.signature,
+      };
+    });
+  } catch (error) {
+    const pgError = error as { code?: string; constraint?: string };
+    if (pgError.code === UNIQUE_VIOLATION && pgError.constraint === REPOST_ONCE_CONSTRAINT) {
+      throw alreadyReposted(postId); // a concurrent twin committed first; ours rolled back whole
+    }
+    throw error;
+  }
+}
+
+/** The account's repost of the post, with the state of its payment. */
+async function existingRepost(db: Db, reposterId: string, postId: string) {
+  return db
+    .selectFrom('reposts')
+    .innerJoin('chain_transactions', 'chain_transactions.movement_id', 'reposts.movement_id')
+    .select(['reposts.id', 'chain_transactions.status'])
+    .where('reposts.reposter_id', '=', reposterId)
+    .where('reposts.post_id', '=', postId)
+    .executeTakeFirst();
+}
+
+/** The wallet a credited leg pays on chain: the treasury, or the original author. */
+function ownerOf(
+  leg: Leg,
+  platform: PlatformChain,
+  original: { authorId: string; authorWallet: string | null },
+): PublicKey {
+  if (leg.account.kind === 'treasury') return platform.signers.treasury.publicKey;
+  if (leg.account.kind === 'user' && leg.account.accountId === original.authorId && original.authorWallet) {
+    return new PublicKey(original.authorWallet);
+  }
+  throw new Error(`a repost leg with no wallet to pay: ${JSON.stringify(leg.account)}`);
+}

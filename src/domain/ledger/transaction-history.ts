@@ -1,0 +1,186 @@
+import { AppError } from '../errors.js';
+import type { PostType } from '../posts/post-rules.js';
+import { decodeHistoryCursor, encodeHistoryCursor, type HistoryPosition } from './history-cursor.js';
+import type { MovementKind } from './ledger.js';
+
+/**
+ * The spec's types (post, repost, earn, send, receive) plus two of ours: `deposit` (USDC arriving
+ * from outside) and `refund` (the reversal of a payment that failed on chain).
+ */
+export type TransactionType = 'post' | 'repost' | 'earn' | 'send' | 'receive' | 'deposit' | 'refund';
+
+/** One entry of an account's history: one ledger movement as that account saw it. */
+export interface Transaction {
+  /** The ledger movement's id. */
+  id: string;
+  type: TransactionType;
+  /** Signed micro-USD: the account's legs in the movement (negative when it spent). */
+  amountMicro: bigint;
+  description: string;
+  /** Solana signature of the movement (a reversal: of the movement it reverses); null if it has none. */
+  swapTx: string | null;
+  relatedPostId: string | null;
+  /** Handle of the other party of a send; null until sends exist. */
+  counterparty: string | null;
+  createdAt: Date;
+}
+
+/** What the store knows about one movement touching the account. */
+export interface HistoryRow {
+  movementId: string;
+  kind: MovementKind;
+  /** Sum of the account's legs in the movement, signed micro-USD. */
+  amountMicro: bigint;
+  createdAt: Date;
+  /** `created_at` to the microsecond (ISO 8601 UTC), for the cursor. */
+  createdAtExact: string;
+  idempotencyKey: string | null;
+  /** For a reversal: what it reverses; null otherwise. */
+  reversed: { kind: MovementKind; idempotencyKey: string | null } | null;
+  /** Signature of the movement's chain transaction (a reversal: the reversed movement's). */
+  chainSignature: string | null;
+  /** The post paid by the movement (a reversal: by the reversed movement). */
+  post: { id: string; type: PostType } | null;
+}
+
+export interface TransactionHistoryStore {
+  /** Movements touching the account, newest first (`created_at`, then id), strictly after `after`. */
+  page(accountId: string, query: { limit: number; after?: HistoryPosition }): Promise<HistoryRow[]>;
+}
+
+export interface TransactionHistoryDeps {
+  history: TransactionHistoryStore;
+  /** HMAC secret of the cursors (see DEFAULT_CURSOR_SECRET). */
+  cursorSecret: string;
+}
+
+export const HISTORY_DEFAULT_LIMIT = 20;
+export const HISTORY_MAX_LIMIT = 50;
+
+export interface TransactionPage {
+  items: Array<{ transaction: Transaction; cursor: string }>;
+  hasMore: boolean;
+  /** Cursor of the last item, present only when hasMore. */
+  nextCursor?: string;
+}
+
+/** How the transport calls the page size and the cursor, for error messages (GraphQL: first, after). */
+export interface HistoryArgNames {
+  limit: string;
+  cursor: string;
+}
+
+/**
+ * One page of the account's transaction history, newest first. `limit` may come as a number
+ * (GraphQL `first`) or as the query string's text (REST); `cursor` is one this function issued
+ * for the same account. REST and GraphQL both call this.
+ */
+export async function listTransactions(
+  deps: TransactionHistoryDeps,
+  accountId: string,
+  input: { limit?: unknown; cursor?: string | null },
+  names: HistoryArgNames = { limit: 'limit', cursor: 'cursor' },
+): Promise<TransactionPage> {
+  const limit = parseHistoryLimit(input.limit, names.limit);
+  const after =
+    input.cursor != null
+      ? decodeHistoryCursor(deps.cursorSecret, accountId, input.cursor, names.cursor)
+      : undefined;
+  // One extra row tells whether another page exists without a count.
+  const rows = await deps.history.page(accountId, { limit: limit + 1, ...(after ? { after } : {}) });
+  const items = rows.slice(0, limit).map((row) => ({
+    transaction: toTransaction(row),
+    cursor: encodeHistoryCursor(deps.cursorSecret, accountId, {
+      createdAt: row.createdAtExact,
+      movementId: row.movementId,
+    }),
+  }));
+  const hasMore = rows.length > limit;
+  const last = items.at(-1);
+  return { items, hasMore, ...(hasMore && last ? { nextCursor: last.cursor } : {}) };
+}
+
+/** 1 to 50, default 20; anything else is refused, naming the rule, rather than silently clamped. */
+export function parseHistoryLimit(raw: unknown, field = 'limit'): number {
+  if (raw === undefined || raw === null) return HISTORY_DEFAULT_LIMIT;
+  const value = typeof raw === 'string' && /^-?\d{1,9}$/.test(raw) ? Number(raw) : raw;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > HISTORY_MAX_LIMIT) {
+    throw new AppError(
+      'invalid_request',
+      `${field} must be an integer from 1 to ${HISTORY_MAX_LIMIT} (default ${HISTORY_DEFAULT_LIMIT})`,
+      { field },
+    );
+  }
+  return value;
+}
+
+const DEPOSIT_KEY_PREFIX = 'deposit:';
+
+/** A deposit is keyed `deposit:<signature>` (the USDC transfer that brought the money in). */
+function depositSignature(idempotencyKey: string | null): string | null {
+  return idempotencyKey?.startsWith(DEPOSIT_KEY_PREFIX)
+    ? idempotencyKey.slice(DEPOSIT_KEY_PREFIX.length) || null
+    : null;
+}
+
+type Engagement = PostType | 'repost';
+
+const SPENT_ON: Record<Engagement, string> = {
+  post: 'Post',
+  reply: 'Reply to a post',
+  quote: 'Quote of a post',
+  repost: 'Repost of a post',
+};
+
+const EARNED_FROM: Record<Engagement, string> = {
+  post: 'Earned from engagement with your post', // a plain post pays nobody: not expected
+  reply: 'Earned from a reply to your post',
+  quote: 'Earned from a quote of your post',
+  repost: 'Earned from a repost of your post',
+};
+
+/** How one movement reads from the account's side: its type and a sentence for people. */
+export function toTransaction(row: HistoryRow): Transaction {
+  const spent = row.amountMicro < 0n;
+  const engagement: Engagement = row.kind === 'repost' ? 'repost' : (row.post?.type ?? 'post');
+  let type: TransactionType;
+  let description: string;
+  let swapTx = row.chainSignature;
+  switch (row.kind) {
+    case 'post':
+    case 'repost':
+      // The payer's leg spends the price; the parent author's leg earns its share.
+      type = spent ? row.kind : 'earn';
+      description = spent ? SPENT_ON[engagement] : EARNED_FROM[engagement];
+      break;
+    case 'earn':
+      type = 'earn';
+      description = 'Creator fund payout';
+      break;
+    case 'send':
+      type = spent ? 'send' : 'receive';
+      description = spent ? 'Sent USDC' : 'Received USDC';
+      break;
+    case 'deposit':
+      type = 'deposit';
+      description = 'Deposit';
+      swapTx ??= depositSignature(row.idempotencyKey);
+      break;
+    case 'reversal':
+      type = 'refund';
+      // The payer gets the price back; an author who had earned from it gives the share back.
+      description = spent ? 'Earnings reversed: the payment failed on chain' : 'Refund of a failed payment';
+      swapTx ??= depositSignature(row.reversed?.idempotencyKey ?? null);
+      break;
+  }
+  return {
+    id: row.movementId,
+    type,
+    amountMicro: row.amountMicro,
+    description,
+    swapTx,
+    relatedPostId: row.post?.id ?? null,
+    counterparty: null,
+    createdAt: row.createdAt,
+  };
+}

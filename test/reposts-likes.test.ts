@@ -1,0 +1,281 @@
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import { PublicKey } from '@solana/web3.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { associatedTokenAccount, fundUsdc, type PlatformChain } from '../src/adapters/solana/index.js';
+import { buildServer } from '../src/api/server.js';
+import type { Account } from '../src/domain/accounts/account.js';
+import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import type { Scope } from '../src/domain/auth/api-key.js';
+import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { processorsFor } from '../workers/processors.js';
+import type { RunningRole } from '../workers/role.js';
+import { startWorkerRole } from '../workers/worker.role.js';
+import { openTestEnv, type TestEnv } from './support/test-env.js';
+
+let env: TestEnv;
+let server: FastifyInstance;
+let worker: RunningRole;
+let base: string;
+let platform: PlatformChain;
+
+interface Member {
+  account: Account;
+  key: string;
+}
+
+beforeAll(async () => {
+  // Limits off: the race test sends several reposts at once from one account.
+  env = await openTestEnv({ RATE_LIMIT_MULTIPLIER: '0' }, { chain: true });
+  platform = await env.app.bootstrapChain();
+  server = await buildServer(env.app);
+  base = await server.listen({ port: 0, host: '127.0.0.1' });
+  worker = await startWorkerRole(env.app, processorsFor(env.app));
+});
+afterAll(async () => {
+  await worker?.stop();
+  await server?.close();
+  await env?.close();
+});
+
+const members: Member[] = [];
+
+async function member(handle: string, usdMicro: bigint, scopes?: Scope[]): Promise<Member> {
+  const account = await createAccount(env.app, { handle });
+  const { key } = await createApiKey(env.app.apiKeys, account.id, scopes);
+  if (usdMicro > 0n) {
+    const { signature } = await fundUsdc(env.app.rpc, platform, account.walletAddress, usdMicro);
+    await env.app.ledger.record({
+      kind: 'deposit',
+      idempotencyKey: `deposit:${signature}`,
+      legs: [
+        { account: { kind: 'external' }, amountMicro: -usdMicro, counts: 'none' },
+        { account: { kind: 'user', accountId: account.id }, amountMicro: usdMicro, counts: 'none' },
+      ],
+    });
+  }
+  const created = { account, key };
+  members.push(created);
+  return created;
+}
+
+const call = (who: Member, method: 'POST' | 'DELETE', path: string, body?: unknown) =>
+  fetch(`${base}/api/v1${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${who.key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+
+const repost = (who: Member, postId: string) => call(who, 'POST', `/posts/${postId}/repost`);
+const like = (who: Member, postId: string) => call(who, 'POST', `/posts/${postId}/like`);
+const unlike = (who: Member, postId: string) => call(who, 'DELETE', `/posts/${postId}/like`);
+
+async function onChainUsdc(owner: string | PublicKey): Promise<bigint> {
+  const ata = associatedTokenAccount(
+    platform.usdcMint,
+    typeof owner === 'string' ? new PublicKey(owner) : owner,
+  );
+  const { value } = await env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
+    ata.toBase58(),
+  ]);
+  return BigInt(value.amount);
+}
+
+const available = async (who: Member) => (await env.app.ledger.money(who.account.id)).availableMicro;
+
+async function legSum(): Promise<string | undefined> {
+  const { rows } = await sql<{
+    total: string;
+  }>`SELECT coalesce(sum(amount), 0)::text AS total FROM ledger_legs`.execute(env.app.db);
+  return rows[0]?.total;
+}
+
+const repostMovements = async (who: Member) =>
+  (
+    await env.app.db
+      .selectFrom('reposts')
+      .select('movement_id')
+      .where('reposter_id', '=', who.account.id)
+      .execute()
+  ).length;
+
+const UNKNOWN = '00000000-0000-4000-8000-000000000000';
+
+describe('reposts and likes through the REST API', () => {
+  let author: Member;
+  let reposter: Member;
+  let postId: string;
+
+  beforeAll(async () => {
+    author = await member('rl_author', 2_000_000n);
+    reposter = await member('rl_reposter', 3_000_000n);
+    const response = await call(author, 'POST', '/posts', { type: 'post', content: 'repost me' });
+    expect(response.status).toBe(201);
+    postId = ((await response.json()) as { id: string }).id;
+  });
+
+  test('a repost costs $1, answers exactly the Repost object, and pays the author 50% on chain', async () => {
+    const treasuryBefore = await onChainUsdc(platform.signers.treasury.publicKey);
+    const response = await repost(reposter, postId);
+    expect(response.status).toBe(201);
+    const body = (await response.json()) as Record<string, unknown>;
+    expect(body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      repost_of: postId,
+      cost_usd_micro: 1_000_000,
+      swap_tx: expect.stringMatching(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/),
+    });
+    expect(body.id).not.toBe(postId);
+    const [status] = await env.app.rpc.getSignatureStatuses([body.swap_tx as string]);
+    expect(status?.err).toBeNull();
+    expect(['confirmed', 'finalized']).toContain(status?.confirmationStatus);
+
+    expect(await onChainUsdc(reposter.account.walletAddress)).toBe(2_000_000n);
+    expect(await onChainUsdc(author.account.walletAddress)).toBe(1_500_000n);
+    expect((await onChainUsdc(platform.signers.treasury.publicKey)) - treasuryBefore).toBe(500_000n);
+    expect(await env.app.ledger.money(author.account.id)).toMatchObject({
+      availableMicro: 1_500_000n,
+      totalEarnedMicro: 500_000n,
+    });
+    expect(await env.app.ledger.money(reposter.account.id)).toMatchObject({
+      availableMicro: 2_000_000n,
+      totalSpentMicro: 1_000_000n,
+    });
+
+    const row = await env.app.db
+      .selectFrom('reposts')
+      .innerJoin('ledger_movements', 'ledger_movements.id', 'reposts.movement_id')
+      .innerJoin('chain_transactions', 'chain_transactions.movement_id', 'reposts.movement_id')
+      .select(['reposts.id', 'ledger_movements.kind', 'chain_transactions.signature'])
+      .where('reposts.id', '=', body.id as string)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ id: body.id, kind: 'repost', signature: body.swap_tx });
+    const events = await env.app.db
+      .selectFrom('domain_events')
+      .select(['type', 'actor_id', 'amount_micro'])
+      .where('type', '=', 'post.reposted')
+      .where('post_id', '=', postId)
+      .execute();
+    expect(events).toEqual([
+      { type: 'post.reposted', actor_id: reposter.account.id, amount_micro: 1_000_000n },
+    ]);
+  });
+
+  test('reposting the same post again is 409 and charges nothing', async () => {
+    const ledgerBefore = await available(reposter);
+    const chainBefore = await onChainUsdc(reposter.account.walletAddress);
+    const outboxBefore = await env.app.db.selectFrom('chain_transactions').select('id').execute();
+    const response = await repost(reposter, postId);
+    expect(response.status).toBe(409);
+    expect(await response.json()).toEqual({ error: 'conflict', message: expect.stringMatching(/already/) });
+    expect(await available(reposter)).toBe(ledgerBefore);
+    expect(await onChainUsdc(reposter.account.walletAddress)).toBe(chainBefore);
+    expect(await env.app.db.selectFrom('chain_transactions').select('id').execute()).toHaveLength(
+      outboxBefore.length,
+    );
+    expect(await repostMovements(reposter)).toBe(1);
+  });
+
+  test('five concurrent reposts of one post: one lands, four are 409, charged once', async () => {
+    const racer = await member('rl_racer', 5_000_000n);
+    const statuses = await Promise.all(
+      Array.from({ length: 5 }, () => repost(racer, postId).then((r) => r.status)),
+    );
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(4);
+    expect(await available(racer)).toBe(4_000_000n);
+    expect(await onChainUsdc(racer.account.walletAddress)).toBe(4_000_000n);
+    const { rows } = await sql<{ n: string }>`
+      SELECT count(*)::text AS n FROM ledger_legs l
+      JOIN ledger_accounts a ON a.id = l.ledger_account_id
+      WHERE a.account_id = ${racer.account.id} AND l.amount < 0`.execute(env.app.db);
+    expect(rows[0]?.n).toBe('1');
+  });
+
+  test("reposting one's own post pays the whole dollar to the treasury", async () => {
+    const before = await env.app.ledger.money(author.account.id);
+    const treasuryBefore = await onChainUsdc(platform.signers.treasury.publicKey);
+    const response = await repost(author, postId);
+    expect(response.status).toBe(201);
+    expect(await env.app.ledger.money(author.account.id)).toMatchObject({
+      availableMicro: before.availableMicro - 1_000_000n,
+      totalEarnedMicro: before.totalEarnedMicro,
+    });
+    expect((await onChainUsdc(platform.signers.treasury.publicKey)) - treasuryBefore).toBe(1_000_000n);
+  });
+
+  test('a repost without the money is 402 and leaves no repost', async () => {
+    const broke = await member('rl_broke', 0n);
+    const response = await repost(broke, postId);
+    expect(response.status).toBe(402);
+    expect(await response.json()).toMatchObject({
+      error: 'insufficient_balance',
+      balance_usd: 0,
+      required_usd: 1,
+    });
+    expect(await repostMovements(broke)).toBe(0);
+  });
+
+  test('an unknown post id, or one that is not a UUID, is 404 for repost, like and unlike', async () => {
+    for (const id of [UNKNOWN, 'not-a-uuid', '42']) {
+      for (const response of [
+        await repost(reposter, id),
+        await like(reposter, id),
+        await unlike(reposter, id),
+      ]) {
+        expect(response.status).toBe(404);
+        expect(await response.json()).toMatchObject({ error: 'not_found' });
+      }
+    }
+  });
+
+  test('like and unlike are free and idempotent, answer the state and the like count', async () => {
+    const fan = await member('rl_fan', 0n);
+    const expectState = async (response: Response, liked: boolean, count: number) => {
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ liked, like_count: count });
+    };
+    await expectState(await like(fan, postId), true, 1);
+    await expectState(await like(fan, postId), true, 1);
+    await expectState(await like(reposter, postId), true, 2);
+    await expectState(await unlike(fan, postId), false, 1);
+    await expectState(await unlike(fan, postId), false, 1);
+    await expectState(await like(fan, postId), true, 2);
+
+    const events = await env.app.db
+      .selectFrom('domain_events')
+      .select('type')
+      .where('actor_id', '=', fan.account.id)
+      .where('post_id', '=', postId)
+      .orderBy('occurred_at')
+      .execute();
+    expect(events.map((e) => e.type).sort()).toEqual(['post.liked', 'post.liked', 'post.unliked']);
+    expect((await env.app.ledger.money(fan.account.id)).totalSpentMicro).toBe(0n);
+  });
+
+  test("a key with only the 'post' scope gets 403 on repost, like and unlike", async () => {
+    const limited = await member('rl_limited', 1_000_000n, ['post']);
+    for (const response of [
+      await repost(limited, postId),
+      await like(limited, postId),
+      await unlike(limited, postId),
+    ]) {
+      expect(response.status).toBe(403);
+      expect(await response.json()).toEqual({
+        error: 'forbidden',
+        message: "API key lacks the 'engage' scope",
+      });
+    }
+    expect(await available(limited)).toBe(1_000_000n);
+  });
+
+  test('at the end the ledger balances and every account equals its wallet', async () => {
+    expect(await legSum()).toBe('0');
+    for (const who of members) {
+      expect(await available(who)).toBe(await onChainUsdc(who.account.walletAddress));
+    }
+  });
+});

@@ -2,3 +2,4 @@ import './health.js';
 import './account.js';
 import './api-key.js';
 import './transaction.js';
+import './engagement.js';

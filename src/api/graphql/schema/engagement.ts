@@ -1,0 +1,121 @@
+import { createPaidPost, type CreatedPost } from '../../../app/write-path/create-post.js';
+import { setLike } from '../../../app/write-path/like-post.js';
+import { repostPost, type CreatedRepost } from '../../../app/write-path/repost-post.js';
+import type { LikeState } from '../../../domain/posts/engagement-rules.js';
+import { awaitPayment } from '../../rest/await-payment.js';
+import { builder } from '../builder.js';
+import { spendFor } from '../rate-limits.js';
+
+/*
+ * The write mutations: the same service functions and the same payment wait as their REST twins
+ * (POST /posts, POST /posts/{id}/repost, POST|DELETE /posts/{id}/like), with the same scopes and
+ * rate-limit buckets. Money is a string-serialised MicroUsd; `status` says whether the chain
+ * confirmed within WRITE_TIMEOUT_MS.
+ */
+
+const PaymentStatus = builder.enumType('PaymentStatus', {
+  values: {
+    CONFIRMED: { value: 'confirmed', description: 'Confirmed on chain.' },
+    PENDING: { value: 'pending', description: 'Not confirmed within WRITE_TIMEOUT_MS; it goes on.' },
+  } as const,
+});
+
+const PostTypeEnum = builder.enumType('PostType', {
+  values: { POST: { value: 'post' }, REPLY: { value: 'reply' }, QUOTE: { value: 'quote' } } as const,
+});
+
+type Paid<T> = T & { status: 'confirmed' | 'pending'; landedSwapTx: string };
+
+const PaidPost = builder.objectRef<Paid<CreatedPost>>('PaidPost').implement({
+  description: 'A post, reply or quote just paid for ($1).',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    type: t.field({ type: PostTypeEnum, resolve: (post) => post.type }),
+    content: t.exposeString('content'),
+    costUsdMicro: t.field({ type: 'MicroUsd', resolve: (post) => post.costMicro }),
+    swapTx: t.string({
+      description: 'The landed signature of the USDC payment.',
+      resolve: (post) => post.landedSwapTx,
+    }),
+    status: t.field({ type: PaymentStatus, resolve: (post) => post.status }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
+const PaidRepost = builder.objectRef<Paid<CreatedRepost>>('PaidRepost').implement({
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    repostOf: t.exposeID('repostOf'),
+    costUsdMicro: t.field({ type: 'MicroUsd', resolve: (repost) => repost.costMicro }),
+    swapTx: t.string({ resolve: (repost) => repost.landedSwapTx }),
+    status: t.field({ type: PaymentStatus, resolve: (repost) => repost.status }),
+  }),
+});
+
+const LikeResult = builder.objectRef<LikeState>('LikeResult').implement({
+  fields: (t) => ({
+    liked: t.exposeBoolean('liked'),
+    likeCount: t.exposeInt('likeCount'),
+  }),
+});
+
+const CreatePostInput = builder.inputType('CreatePostInput', {
+  fields: (t) => ({
+    content: t.string({ required: true }),
+    type: t.field({ type: PostTypeEnum, required: true }),
+    parentId: t.id({ description: 'The post replied to (reply only).' }),
+    quotedPostId: t.id({ description: 'The post quoted (quote only).' }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  createPost: t.field({
+    type: PaidPost,
+    description: 'Post, reply or quote ($1 USDC). Needs `post`.',
+    authScopes: { post: true },
+    args: { input: t.arg({ type: CreatePostInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      await spendFor(ctx, 'post');
+      const created = await createPaidPost(ctx.deps, ctx.viewer!.accountId, {
+        content: input.content,
+        type: input.type,
+        ...(input.parentId ? { parent_id: String(input.parentId) } : {}),
+        ...(input.quotedPostId ? { quoted_post_id: String(input.quotedPostId) } : {}),
+      });
+      const { settled, swapTx } = await awaitPayment(ctx.deps, created.chainTransactionId);
+      return { ...created, status: settled, landedSwapTx: swapTx };
+    },
+  }),
+  repost: t.field({
+    type: PaidRepost,
+    description: 'Repost ($1 USDC); once per post. Needs `engage`.',
+    authScopes: { engage: true },
+    args: { postId: t.arg.id({ required: true }) },
+    resolve: async (_root, { postId }, ctx) => {
+      await spendFor(ctx, 'repost');
+      const created = await repostPost(ctx.deps, ctx.viewer!.accountId, String(postId));
+      const { settled, swapTx } = await awaitPayment(ctx.deps, created.chainTransactionId);
+      return { ...created, status: settled, landedSwapTx: swapTx };
+    },
+  }),
+  like: t.field({
+    type: LikeResult,
+    description: 'Like a post (free, idempotent). Needs `engage`.',
+    authScopes: { engage: true },
+    args: { postId: t.arg.id({ required: true }) },
+    resolve: async (_root, { postId }, ctx) => {
+      await spendFor(ctx, 'like');
+      return setLike(ctx.deps, ctx.viewer!.accountId, String(postId), true);
+    },
+  }),
+  unlike: t.field({
+    type: LikeResult,
+    description: 'Take a like back (idempotent). Needs `engage`.',
+    authScopes: { engage: true },
+    args: { postId: t.arg.id({ required: true }) },
+    resolve: async (_root, { postId }, ctx) => {
+      await spendFor(ctx, 'like');
+      return setLike(ctx.deps, ctx.viewer!.accountId, String(postId), false);
+    },
+  }),
+}));

@@ -5,6 +5,7 @@ import * as apiKeysFollows from './2026_11_22_2_api_keys_follows.js';
 import * as ledger from './2026_11_22_3_ledger.js';
 import * as postsOutbox from './2026_11_22_4_posts_outbox.js';
 import * as repostsLikes from './2026_11_22_5_reposts_likes.js';
+import * as sends from './2026_11_22_6_sends.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -18,4 +19,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_3_ledger': ledger,
   '2026_11_22_4_posts_outbox': postsOutbox,
   '2026_11_22_5_reposts_likes': repostsLikes,
+  '2026_11_22_6_sends': sends,
 };

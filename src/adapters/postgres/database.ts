@@ -14,6 +14,7 @@ export interface Database {
   domain_events: DomainEventsTable;
   reposts: RepostsTable;
   likes: LikesTable;
+  sends: SendsTable;
 }
 
 export interface ChainTransactionsTable {
@@ -47,6 +48,16 @@ export interface RepostsTable {
   reposter_id: string;
   /** The original post. */
   post_id: string;
+  movement_id: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+export interface SendsTable {
+  id: Generated<string>;
+  sender_id: string;
+  recipient_id: string;
+  amount_micro: bigint;
+  memo: string | null;
   movement_id: string;
   created_at: ColumnType<Date, Date | undefined, never>;
 }

@@ -35,6 +35,15 @@ export function createTransactionHistoryStore(db: Db): TransactionHistoryStore {
         .leftJoin('reposts as rp', (join) =>
           join.on(sql<boolean>`rp.movement_id = coalesce(m.reverses_id, m.id)`),
         )
+        // A send's movement: the other party (from this account's side) and the memo.
+        .leftJoin('sends as s', (join) =>
+          join.on(sql<boolean>`s.movement_id = coalesce(m.reverses_id, m.id)`),
+        )
+        .leftJoin('accounts as other', (join) =>
+          join.on(
+            sql<boolean>`other.id = case when s.sender_id = ${accountId}::uuid then s.recipient_id else s.sender_id end`,
+          ),
+        )
         .leftJoin('chain_transactions as ct', (join) =>
           join.on(sql<boolean>`ct.movement_id = coalesce(m.reverses_id, m.id)`),
         )
@@ -53,6 +62,9 @@ export function createTransactionHistoryStore(db: Db): TransactionHistoryStore {
           'ct.signature',
           sql<string | null>`coalesce(p.id, rp.post_id)`.as('post_id'),
           'p.type as post_type',
+          's.id as send_id',
+          's.memo as send_memo',
+          'other.handle as counterparty',
         ])
         .orderBy('m.created_at', 'desc')
         .orderBy('m.id', 'desc')
@@ -74,6 +86,7 @@ export function createTransactionHistoryStore(db: Db): TransactionHistoryStore {
         chainSignature: row.signature,
         // A repost's related post is the reposted one (no post row of its own: typed as a post).
         post: row.post_id ? { id: row.post_id, type: row.post_type ?? 'post' } : null,
+        send: row.send_id ? { counterparty: row.counterparty ?? '', memo: row.send_memo } : null,
       }));
     },
   };

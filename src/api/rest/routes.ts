@@ -5,6 +5,7 @@ import { createAuthHook } from './auth.hook.js';
 import { registerEngagementRoutes } from './engagement.routes.js';
 import { registerPostRoutes } from './posts.routes.js';
 import { registerProfileRoutes } from './profiles.routes.js';
+import { registerSendRoutes } from './send.routes.js';
 import { registerTransactionRoutes } from './transactions.routes.js';
 
 /**
@@ -21,4 +22,5 @@ export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
   registerPostRoutes(api, deps);
   registerEngagementRoutes(api, deps);
   registerTransactionRoutes(api, deps);
+  registerSendRoutes(api, deps);
 }

@@ -74,3 +74,16 @@ export function paidEngagementLegs(
 export function reversalLegs(legs: readonly Leg[]): Leg[] {
   return legs.map((leg) => ({ account: leg.account, amountMicro: -leg.amountMicro, counts: leg.counts }));
 }
+
+/**
+ * The legs of a USDC send between two users: the sender spends the amount, the recipient
+ * receives it (counted neither earned nor spent: a gift is not income from engagement).
+ */
+export function sendLegs(senderId: string, recipientId: string, amountMicro: bigint): Leg[] {
+  const legs: Leg[] = [
+    { account: { kind: 'user', accountId: senderId }, amountMicro: -amountMicro, counts: 'spent' },
+    { account: { kind: 'user', accountId: recipientId }, amountMicro, counts: 'none' },
+  ];
+  assertBalanced(legs);
+  return legs;
+}

@@ -20,7 +20,7 @@ export interface Transaction {
   /** Solana signature of the movement (a reversal: of the movement it reverses); null if it has none. */
   swapTx: string | null;
   relatedPostId: string | null;
-  /** Handle of the other party of a send; null until sends exist. */
+  /** Handle of the other party of a send or receive (and of its refund); null otherwise. */
   counterparty: string | null;
   createdAt: Date;
 }
@@ -41,6 +41,8 @@ export interface HistoryRow {
   chainSignature: string | null;
   /** The post paid by the movement (a reversal: by the reversed movement). */
   post: { id: string; type: PostType } | null;
+  /** The send paid by the movement (a reversal: by the reversed movement), seen from the account. */
+  send?: { counterparty: string; memo: string | null } | null;
 }
 
 export interface TransactionHistoryStore {
@@ -139,6 +141,15 @@ const EARNED_FROM: Record<Engagement, string> = {
   repost: 'Earned from a repost of your post',
 };
 
+/** `Sent to @bob: lunch`, `Received from @alice`; the memo only when there is one. */
+function sendDescription(
+  direction: 'Sent to' | 'Received from',
+  send: { counterparty: string; memo: string | null } | null,
+): string {
+  if (!send) return direction === 'Sent to' ? 'Sent USDC' : 'Received USDC';
+  return `${direction} @${send.counterparty}${send.memo ? `: ${send.memo}` : ''}`;
+}
+
 /** How one movement reads from the account's side: its type and a sentence for people. */
 export function toTransaction(row: HistoryRow): Transaction {
   const spent = row.amountMicro < 0n;
@@ -159,7 +170,9 @@ export function toTransaction(row: HistoryRow): Transaction {
       break;
     case 'send':
       type = spent ? 'send' : 'receive';
-      description = spent ? 'Sent USDC' : 'Received USDC';
+      description = spent
+        ? sendDescription('Sent to', row.send ?? null)
+        : sendDescription('Received from', row.send ?? null);
       break;
     case 'deposit':
       type = 'deposit';
@@ -180,7 +193,7 @@ export function toTransaction(row: HistoryRow): Transaction {
     description,
     swapTx,
     relatedPostId: row.post?.id ?? null,
-    counterparty: null,
+    counterparty: row.send?.counterparty ?? null,
     createdAt: row.createdAt,
   };
 }

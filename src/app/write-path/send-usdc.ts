@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import { PublicKey } from '@solana/web3.js';
+import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
+import { MAX_MEMO_BYTES } from '../../adapters/solana/index.js';
+import { AppError } from '../../domain/errors.js';
+import { sendLegs } from '../../domain/ledger/ledger.js';
+import { sendChainMemo, validateSendDraft } from '../../domain/sends/send-rules.js';
+import type { WritePathDeps } from './create-post.js';
+import { signUsdcPayment, walletSigner } from './payment-transaction.js';
+
+export interface CreatedSend {
+  id: string;
+  fromHandle: string;
+  toHandle: string;
+  amountMicro: bigint;
+  memo: string | null;
+  createdAt: Date;
+  chainTransactionId: string;
+  swapTx: string;
+}
+
+/**
+ * USDC from one user to another, written like a paid post (create-post.ts): one Postgres
+ * transaction holds the ledger movement (kind 'send': the sender's conditional debit, counted
+ * spent; the recipient's credit, counted neither), the `sends` row, the signed Solana transaction
+ * (one transferChecked from the sender's custodial wallet to the recipient's, the platform fee
+ * payer paying, a Memo carrying the send id and the memo) in the outbox and the 'send.created'
+ * event. The payments worker sends it; a failure on chain reverses both legs.
+ */
+export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unknown): Promise<CreatedSend> {
+  const draft = validateSendDraft(body);
+  const sender = await deps.db
+    .selectFrom('accounts')
+    .select(['handle'])
+    .where('id', '=', senderId)
+    .executeTakeFirstOrThrow();
+  const recipient = await deps.db
+    .selectFrom('accounts')
+    .select(['id', 'handle', 'wallet_address'])
+    .where('handle', '=', draft.toHandle)
+    .executeTakeFirst();
+  if (!recipient) throw new AppError('not_found', `No account @${draft.toHandle}`, { field: 'to_handle' });
+  if (recipient.id === senderId) {
+    throw new AppError('invalid_request', 'to_handle must be another account: you cannot send to yourself', {
+      field: 'to_handle',
+    });
+  }
+  if (!recipient.wallet_address) throw new Error(`account ${recipient.id} has no custodial wallet`);
+
+  const sendId = randomUUID();
+  const memo = sendChainMemo(sendId, draft.memo);
+  const memoBytes = Buffer.byteLength(memo, 'utf8');
+  if (memoBytes > MAX_MEMO_BYTES) {
+    const room = MAX_MEMO_BYTES - Buffer.byteLength(sendChainMemo(sendId, ''), 'utf8');
+    throw new AppError('invalid_request', `memo must be at most ${room} bytes of UTF-8 (it goes on chain)`, {
+      field: 'memo',
+    });
+  }
+
+  const legs = sendLegs(senderId, recipient.id, draft.amountMicro);
+  const platform = await deps.bootstrapChain();
+  const payer = await walletSigner(deps.db, deps.keystore, senderId);
+  const payment = await signUsdcPayment(deps.rpc, platform, {
+    from: payer,
+    to: [{ owner: new PublicKey(recipient.wallet_address), amountMicro: draft.amountMicro }],
+    memo,
+  });
+
+  return deps.db.transaction().execute(async (trx) => {
+    const { movementId } = await recordMovement(trx, { kind: 'send', legs });
+    const row = await trx
+      .insertInto('sends')
+      .values({
+        id: sendId,
+        sender_id: senderId,
+        recipient_id: recipient.id,
+        amount_micro: draft.amountMicro,
+        memo: draft.memo,
+        movement_id: movementId,
+      })
+      .returning(['created_at'])
+      .executeTakeFirstOrThrow();
+    const chainTx = await trx
+      .insertInto('chain_transactions')
+      .values({
+        movement_id: movementId,
+        signature: payment.signature,
+        wire: payment.wire,
+        blockhash: payment.blockhash,
+        last_valid_block_height: BigInt(payment.lastValidBlockHeight),
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await trx
+      .insertInto('domain_events')
+      .values({
+        type: 'send.created',
+        actor_id: senderId,
+        amount_micro: draft.amountMicro,
+        payload: JSON.stringify({ send_id: sendId, recipient_id: recipient.id }),
+      })
+      .execute();
+    return {
+      id: sendId,
+      fromHandle: sender.handle,
+      toHandle: recipient.handle,
+      amountMicro: draft.amountMicro,
+      memo: draft.memo,
+      createdAt: row.created_at,
+      chainTransactionId: chainTx.id,
+      swapTx: payment.signature,
+    };
+  });
+}

@@ -1,0 +1,76 @@
+import { AppError } from '../errors.js';
+import { normalizeHandle } from '../accounts/profile-rules.js';
+import { formatMicroUsd, parseUsdToMicro } from '../money/usd.js';
+
+/** The smallest send: $0.01 (spec), in micro-USD. */
+export const MIN_SEND_MICRO = 10_000n;
+/** A memo's length in characters (code points): ours, the spec gives none. */
+export const SEND_MEMO_MAX = 200;
+
+export interface SendDraft {
+  /** Without the leading @. */
+  toHandle: string;
+  amountMicro: bigint;
+  memo: string | null;
+}
+
+const invalid = (field: string, message: string) => new AppError('invalid_request', message, { field });
+
+/**
+ * `amount_usd` as micro-USD, exactly: a JSON number is read through its shortest decimal text
+ * (`String(n)`, what the sender wrote for any amount with at most 6 decimals), a string must be
+ * plain digits; either way the decimal text is parsed without float arithmetic. Exponent
+ * notation (1e-7), NaN, Infinity, signs, more than 6 decimals and amounts under $0.01 are refused.
+ */
+export function parseSendAmount(raw: unknown, field = 'amount_usd'): bigint {
+  let text: string;
+  if (typeof raw === 'number') {
+    if (!Number.isFinite(raw)) throw invalid(field, `${field} must be a finite number of dollars`);
+    text = String(raw);
+  } else if (typeof raw === 'string') {
+    text = raw;
+  } else {
+    throw invalid(field, `${field} must be a number of dollars (or a string of digits)`);
+  }
+  if (!/^\d+(\.\d+)?$/.test(text)) {
+    throw invalid(
+      field,
+      `${field} must be a plain decimal number of dollars (no sign or exponent), got ${text}`,
+    );
+  }
+  if (/\.\d{7,}$/.test(text)) throw invalid(field, `${field} must have at most 6 decimals, got ${text}`);
+  let micro: bigint;
+  try {
+    micro = parseUsdToMicro(text);
+  } catch {
+    throw invalid(field, `${field} must be a dollar amount with at most 6 decimals, got ${text}`);
+  }
+  if (micro < MIN_SEND_MICRO) {
+    throw invalid(field, `${field} must be at least ${formatMicroUsd(MIN_SEND_MICRO)}, got ${text}`);
+  }
+  return micro;
+}
+
+/** The body of POST /send: `{to_handle, amount_usd, memo?}`, checked field by field. */
+export function validateSendDraft(body: unknown): SendDraft {
+  const input = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  const rawHandle = input.to_handle;
+  if (typeof rawHandle !== 'string' || normalizeHandle(rawHandle) === '') {
+    throw invalid('to_handle', 'to_handle must be the recipient handle (without the @)');
+  }
+  const amountMicro = parseSendAmount(input.amount_usd);
+  let memo: string | null = null;
+  if (input.memo !== undefined && input.memo !== null) {
+    if (typeof input.memo !== 'string') throw invalid('memo', 'memo must be a string');
+    if ([...input.memo].length > SEND_MEMO_MAX) {
+      throw invalid('memo', `memo must be at most ${SEND_MEMO_MAX} characters`);
+    }
+    memo = input.memo === '' ? null : input.memo;
+  }
+  return { toHandle: normalizeHandle(rawHandle), amountMicro, memo };
+}
+
+/** The on-chain Memo of a send: `ledgerfeed:send:<id>` and the sender's memo, if any. */
+export function sendChainMemo(sendId: string, memo: string | null): string {
+  return memo === null ? `ledgerfeed:send:${sendId}` : `ledgerfeed:send:${sendId}:${memo}`;
+}

@@ -6,6 +6,7 @@ import * as ledger from './2026_11_22_3_ledger.js';
 import * as postsOutbox from './2026_11_22_4_posts_outbox.js';
 import * as repostsLikes from './2026_11_22_5_reposts_likes.js';
 import * as sends from './2026_11_22_6_sends.js';
+import * as idempotencyKeys from './2026_11_22_7_idempotency_keys.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -20,4 +21,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_4_posts_outbox': postsOutbox,
   '2026_11_22_5_reposts_likes': repostsLikes,
   '2026_11_22_6_sends': sends,
+  '2026_11_22_7_idempotency_keys': idempotencyKeys,
 };

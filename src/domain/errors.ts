@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'conflict'
+  | 'idempotency_key_reused'
   | 'insufficient_balance'
   | 'rate_limited'
   | 'unavailable'

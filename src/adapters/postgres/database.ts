@@ -4,6 +4,7 @@ import type { ColumnType, Generated } from 'kysely';
 export interface Database {
   accounts: AccountsTable;
   platform_wallets: PlatformWalletsTable;
+  idempotency_keys: IdempotencyKeysTable;
   api_keys: ApiKeysTable;
   follows: FollowsTable;
   ledger_accounts: LedgerAccountsTable;
@@ -117,6 +118,15 @@ export interface ApiKeysTable {
 export interface FollowsTable {
   follower_id: string;
   followee_id: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+export interface IdempotencyKeysTable {
+  account_id: string;
+  key: string;
+  request_hash: string;
+  response_status: number | null;
+  response_body: string | null;
   created_at: ColumnType<Date, Date | undefined, never>;
 }
 

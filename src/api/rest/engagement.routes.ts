@@ -52,7 +52,7 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
   api.post<{ Params: { id: string } }>(
     '/posts/:id/repost',
     {
-      config: { scope: 'engage', bucket: 'repost' },
+      config: { scope: 'engage', bucket: 'repost', idempotent: true },
       schema: {
         summary: 'Repost a post ($1 USDC; 50% to its author); once per post',
         tags: ['posts'],
@@ -62,6 +62,7 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
           202: createdRepost,
           402: insufficientBalanceBody,
           404: errorBody,
+          422: errorBody,
           409: errorBody,
           503: errorBody,
           ...authErrors,

@@ -48,7 +48,7 @@ export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
   api.post(
     '/posts',
     {
-      config: { scope: 'post', bucket: 'post' },
+      config: { scope: 'post', bucket: 'post', idempotent: true },
       schema: {
         summary: 'Create a post, reply or quote ($1 USDC)',
         tags: ['posts'],
@@ -59,6 +59,7 @@ export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
           400: errorBody,
           402: insufficientBalanceBody,
           404: errorBody,
+          422: errorBody,
           503: errorBody,
           ...authErrors,
         },

@@ -3,6 +3,7 @@ import type { ApiDeps } from '../api-deps.js';
 import { registerAccountRoutes } from './accounts.routes.js';
 import { createAuthHook } from './auth.hook.js';
 import { registerEngagementRoutes } from './engagement.routes.js';
+import { registerIdempotency } from './idempotency.hook.js';
 import { registerPostRoutes } from './posts.routes.js';
 import { registerProfileRoutes } from './profiles.routes.js';
 import { registerSendRoutes } from './send.routes.js';
@@ -17,6 +18,7 @@ export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
   // onRequest: before the body is read or validated, so junk from an unknown caller costs nothing
   // and even invalid requests spend the rate limit.
   api.addHook('onRequest', createAuthHook(deps));
+  registerIdempotency(api, deps);
   registerAccountRoutes(api, deps);
   registerProfileRoutes(api, deps);
   registerPostRoutes(api, deps);

@@ -52,7 +52,7 @@ export function registerSendRoutes(api: FastifyInstance, deps: ApiDeps): void {
   api.post(
     '/send',
     {
-      config: { scope: 'send', bucket: 'send' },
+      config: { scope: 'send', bucket: 'send', idempotent: true },
       schema: {
         summary: 'Send USDC to another account',
         tags: ['money'],
@@ -63,6 +63,7 @@ export function registerSendRoutes(api: FastifyInstance, deps: ApiDeps): void {
           400: errorBody,
           402: insufficientBalanceBody,
           404: errorBody,
+          422: errorBody,
           503: errorBody,
           ...authErrors,
         },

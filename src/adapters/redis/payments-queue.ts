@@ -23,6 +23,8 @@ export function createPaymentsQueue(redisUrl: string, prefix: string): PaymentsQ
   const eventsConnection = createRedis(redisUrl, 'worker');
   const queue = new Queue<PaymentJob>(PAYMENTS_QUEUE, { connection, prefix });
   const events = new QueueEvents(PAYMENTS_QUEUE, { connection: eventsConnection, prefix });
+  // Every request waiting for its payment listens here for a moment: hundreds at once is normal.
+  events.setMaxListeners(0);
   return {
     queue,
     events,

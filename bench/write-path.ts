@@ -1,0 +1,446 @@
+/**
+ * Benchmark of the write-path issue: paid posts through `POST /api/v1/posts` over HTTP, confirmed on
+ * the embedded localnet by the payments worker, beside the floor of the same Postgres work.
+ *
+ *   npx tsx bench/write-path.ts
+ *
+ * The real service runs in this process (`runService`, roles api + worker) on a fresh DATA_DIR and
+ * free ports: embedded Postgres, Redis, chdb and the localnet thread, as under `npm start`.
+ * Setup (not timed) creates BENCH_ACCOUNTS accounts with API keys, funds each on chain and records
+ * the deposit in the ledger.
+ *
+ *   1. throughput: BENCH_CONCURRENCY clients in a closed loop for BENCH_SECONDS; confirmed/s counts
+ *      the 201s (confirmed within WRITE_TIMEOUT_MS); 202s are counted apart.
+ *   2. latency: an open loop offering BENCH_RATE posts/s for BENCH_LATENCY_SECONDS; p50/p99.
+ *   3. floor: the same shape of Postgres work (conditional debit UPDATE + INSERT in a transaction)
+ *      with `pg` on scratch tables in the same database, same concurrency, BENCH_FLOOR_SECONDS.
+ *
+ * At the end every post's outbox row must reach 'confirmed' and every account's ledger balance must
+ * equal its on-chain USDC; a problem or a missed target exits 1.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PublicKey } from '@solana/web3.js';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { associatedTokenAccount, fundUsdc } from '../src/adapters/solana/index.js';
+import { loadConfig } from '../src/config/index.js';
+import { freePort } from '../src/devstack/free-port.js';
+import type { Account } from '../src/domain/accounts/account.js';
+import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { createLogger } from '../src/logger.js';
+import { runService, type RunningService } from '../src/service.js';
+
+const TARGET_CONFIRMED_PER_SECOND = 300;
+const TARGET_P99_MS = 250;
+/** Each account starts with $500: far more than a run spends ($1 a post). */
+const FUNDING_MICRO = 500_000_000n;
+/** Each floor balance row starts with $10^9: a floor run never runs dry. */
+const FLOOR_FUNDING_MICRO = 10n ** 15n;
+
+interface Settings {
+  accounts: number;
+  concurrency: number;
+  seconds: number;
+  rate: number;
+  latencySeconds: number;
+  floorSeconds: number;
+}
+
+function readSettings(): Settings {
+  const int = (name: string, fallback: number, min: number): number => {
+    const raw = process.env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isSafeInteger(value) || value < min) {
+      throw new Error(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
+    }
+    return value;
+  };
+  return {
+    accounts: int('BENCH_ACCOUNTS', 40, 1),
+    concurrency: int('BENCH_CONCURRENCY', 32, 1),
+    seconds: int('BENCH_SECONDS', 10, 1),
+    rate: int('BENCH_RATE', 150, 1),
+    latencySeconds: int('BENCH_LATENCY_SECONDS', 8, 1),
+    floorSeconds: int('BENCH_FLOOR_SECONDS', 5, 1),
+  };
+}
+
+interface Member {
+  account: Account;
+  key: string;
+}
+
+interface Tally {
+  confirmed: number;
+  pending: number;
+  other: Map<string, number>;
+  latenciesMs: number[];
+  postIds: string[];
+}
+
+const newTally = (): Tally => ({ confirmed: 0, pending: 0, other: new Map(), latenciesMs: [], postIds: [] });
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+// ---------------------------------------------------------------- setup (not timed)
+
+async function setupMembers(service: RunningService, count: number): Promise<Member[]> {
+  const { app, platform } = service;
+  const tag = randomBytes(3).toString('hex');
+  const members: Member[] = [];
+  // A few at a time: the faucet's transfers confirm on the 400 ms slot, so waiting one by one is slow.
+  for (let from = 0; from < count; from += 10) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(10, count - from) }, async (_, k) => {
+        const account = await createAccount(app, { handle: `wb_${tag}_${from + k}` });
+        const { key } = await createApiKey(app.apiKeys, account.id);
+        const { signature } = await fundUsdc(app.rpc, platform, account.walletAddress, FUNDING_MICRO);
+        await app.ledger.record({
+          kind: 'deposit',
+          idempotencyKey: `deposit:${signature}`,
+          legs: [
+            { account: { kind: 'external' }, amountMicro: -FUNDING_MICRO, counts: 'none' },
+            { account: { kind: 'user', accountId: account.id }, amountMicro: FUNDING_MICRO, counts: 'none' },
+          ],
+        });
+        return { account, key };
+      }),
+    );
+    members.push(...batch);
+  }
+  return members;
+}
+
+// ---------------------------------------------------------------- the HTTP phases
+
+let postCounter = 0;
+
+async function postOnce(base: string, member: Member, tally: Tally): Promise<void> {
+  const started = performance.now();
+  let outcome: string;
+  try {
+    const response = await fetch(`${base}/api/v1/posts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${member.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'post', content: `bench post #${postCounter++}` }),
+    });
+    const body = (await response.json()) as { id?: string };
+    outcome = String(response.status);
+    if ((response.status === 201 || response.status === 202) && typeof body.id === 'string') {
+      tally.postIds.push(body.id);
+      if (response.status === 201) tally.confirmed++;
+      else tally.pending++;
+    } else {
+      outcome = `${response.status} ${JSON.stringify(body).slice(0, 120)}`;
+      tally.other.set(outcome, (tally.other.get(outcome) ?? 0) + 1);
+    }
+  } catch (error) {
+    outcome = `error ${error instanceof Error ? error.message : String(error)}`;
+    tally.other.set(outcome, (tally.other.get(outcome) ?? 0) + 1);
+  }
+  tally.latenciesMs.push(performance.now() - started);
+}
+
+/** Closed loop: `concurrency` clients, each posting again as soon as its previous post answered. */
+async function closedLoop(
+  base: string,
+  members: readonly Member[],
+  concurrency: number,
+  seconds: number,
+): Promise<{ tally: Tally; seconds: number }> {
+  const tally = newTally();
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  let next = 0;
+  const client = async (): Promise<void> => {
+    while (performance.now() < deadline) await postOnce(base, members[next++ % members.length]!, tally);
+  };
+  await Promise.all(Array.from({ length: concurrency }, client));
+  tally.latenciesMs.sort((a, b) => a - b);
+  return { tally, seconds: (performance.now() - started) / 1000 };
+}
+
+/** Open loop: one post every 1/rate s on schedule, whatever the earlier ones are doing. */
+async function openLoop(
+  base: string,
+  members: readonly Member[],
+  rate: number,
+  seconds: number,
+): Promise<{ tally: Tally; seconds: number; lagMs: number }> {
+  const tally = newTally();
+  const total = rate * seconds;
+  const inFlight: Promise<void>[] = [];
+  const started = performance.now();
+  let lagMs = 0;
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    lagMs = Math.max(lagMs, performance.now() - due);
+    inFlight.push(postOnce(base, members[i % members.length]!, tally));
+  }
+  await Promise.all(inFlight);
+  tally.latenciesMs.sort((a, b) => a - b);
+  return { tally, seconds: (performance.now() - started) / 1000, lagMs };
+}
+
+// ---------------------------------------------------------------- the floor
+
+/**
+ * The Postgres work of a paid post without the rest: BEGIN, a conditional debit of a balance row
+ * (UPDATE ... WHERE balance >= amount), one INSERT, COMMIT, on scratch tables dropped afterwards.
+ */
+async function floor(
+  url: string,
+  accounts: number,
+  concurrency: number,
+  seconds: number,
+): Promise<{ transactions: number; seconds: number; perSecond: number; problems: string[] }> {
+  const suffix = randomBytes(4).toString('hex');
+  const balances = `bench_floor_balances_${suffix}`;
+  const rows = `bench_floor_rows_${suffix}`;
+  const pool = new pg.Pool({ connectionString: url, max: concurrency });
+  const problems: string[] = [];
+  try {
+    await pool.query(
+      `CREATE TABLE ${balances} (id int PRIMARY KEY, balance bigint NOT NULL CHECK (balance >= 0))`,
+    );
+    await pool.query(
+      `CREATE TABLE ${rows} (id bigserial PRIMARY KEY, account_id int NOT NULL, amount bigint NOT NULL,` +
+        ` content text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    await pool.query(`INSERT INTO ${balances} (id, balance) SELECT g, $1 FROM generate_series(0, $2 - 1) g`, [
+      FLOOR_FUNDING_MICRO.toString(),
+      accounts,
+    ]);
+    // Open every connection before the clock starts.
+    const clients = await Promise.all(Array.from({ length: concurrency }, () => pool.connect()));
+    let transactions = 0;
+    let next = 0;
+    const started = performance.now();
+    const deadline = started + seconds * 1000;
+    await Promise.all(
+      clients.map(async (client) => {
+        try {
+          while (performance.now() < deadline) {
+            const account = next++ % accounts;
+            await client.query('BEGIN');
+            const debit = await client.query(
+              `UPDATE ${balances} SET balance = balance - $2 WHERE id = $1 AND balance >= $2 RETURNING balance`,
+              [account, 1_000_000],
+            );
+            if (debit.rowCount !== 1) {
+              await client.query('ROLLBACK');
+              problems.push(`floor: account ${account} ran out of balance`);
+              return;
+            }
+            await client.query(`INSERT INTO ${rows} (account_id, amount, content) VALUES ($1, $2, $3)`, [
+              account,
+              1_000_000,
+              `floor #${transactions}`,
+            ]);
+            await client.query('COMMIT');
+            transactions++;
+          }
+        } finally {
+          client.release();
+        }
+      }),
+    );
+    const elapsed = (performance.now() - started) / 1000;
+    const { rows: check } = await pool.query<{ n: string; spent: string }>(
+      `SELECT (SELECT count(*) FROM ${rows})::text AS n,` +
+        ` (SELECT sum($1::bigint - balance) FROM ${balances})::text AS spent`,
+      [FLOOR_FUNDING_MICRO.toString()],
+    );
+    if (
+      Number(check[0]!.n) !== transactions ||
+      BigInt(check[0]!.spent) !== BigInt(transactions) * 1_000_000n
+    ) {
+      problems.push(
+        `floor: ${transactions} committed, table holds ${check[0]!.n} rows, ${check[0]!.spent} spent`,
+      );
+    }
+    return { transactions, seconds: elapsed, perSecond: transactions / elapsed, problems };
+  } finally {
+    await pool.query(`DROP TABLE IF EXISTS ${rows}, ${balances}`).catch(() => {});
+    await pool.end();
+  }
+}
+
+// ---------------------------------------------------------------- verification
+
+/** Waits for every post's outbox row to be confirmed, then checks ledger = chain per account. */
+async function verify(service: RunningService, members: readonly Member[], postIds: readonly string[]) {
+  const { app, platform } = service;
+  const problems: string[] = [];
+  const waitStarted = performance.now();
+  let statuses: { status: string; n: number }[];
+  for (;;) {
+    const { rows } = await sql<{ status: string; n: string }>`
+      SELECT c.status, count(*)::text AS n
+      FROM posts p JOIN chain_transactions c ON c.movement_id = p.movement_id
+      WHERE p.id = ANY(${postIds}::uuid[])
+      GROUP BY c.status`.execute(app.db);
+    statuses = rows.map((r) => ({ status: r.status, n: Number(r.n) }));
+    const unfinished = statuses.filter((s) => s.status === 'signed').reduce((a, s) => a + s.n, 0);
+    if (unfinished === 0 || performance.now() - waitStarted > 60_000) break;
+    await sleep(250);
+  }
+  const confirmed = statuses.find((s) => s.status === 'confirmed')?.n ?? 0;
+  if (confirmed !== postIds.length) {
+    problems.push(
+      `${confirmed} of ${postIds.length} posts' outbox rows confirmed (${statuses.map((s) => `${s.status}: ${s.n}`).join(', ')})`,
+    );
+  }
+  const answers = await app.rpc.batch<{ value: { amount: string } }>(
+    members.map((m) => ({
+      method: 'getTokenAccountBalance',
+      params: [
+        associatedTokenAccount(platform.usdcMint, new PublicKey(m.account.walletAddress)).toBase58(),
+        { commitment: 'confirmed' },
+      ],
+    })),
+  );
+  for (const [i, member] of members.entries()) {
+    const answer = answers[i]!;
+    if ('error' in answer) {
+      problems.push(
+        `${member.account.handle}: getTokenAccountBalance failed: ${JSON.stringify(answer.error)}`,
+      );
+      continue;
+    }
+    const onChain = BigInt(answer.result.value.amount);
+    const { availableMicro } = await app.ledger.money(member.account.id);
+    if (availableMicro !== onChain) {
+      problems.push(`${member.account.handle}: ledger ${availableMicro} != chain ${onChain}`);
+    }
+  }
+  return { problems, waitSeconds: (performance.now() - waitStarted) / 1000 };
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<number> {
+  const settings = readSettings();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ledgerfeed-bench-'));
+  await chmod(dataDir, 0o755); // the embedded Postgres may run as the OS user `postgres`
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    PORT: String(await freePort()),
+    LOCALNET_PORT: String(await freePort()),
+    REDIS_PREFIX: `bench${randomBytes(4).toString('hex')}`,
+    RATE_LIMIT_MULTIPLIER: '0',
+    LOG_LEVEL: 'warn',
+  });
+  const logger = createLogger(config);
+  const setupStarted = performance.now();
+  const service = await runService(config, logger, ['api', 'worker']);
+  try {
+    const base = service.apiUrl!;
+    const stackSeconds = (performance.now() - setupStarted) / 1000;
+    const members = await setupMembers(service, settings.accounts);
+    // Warm-up (not counted): one post per account, so keys, wallets and connections are warm.
+    const warm = newTally();
+    await Promise.all(members.map((m) => postOnce(base, m, warm)));
+    console.log(
+      `write-path bench: ${settings.accounts} accounts, ${os.cpus().length} cores, WRITE_TIMEOUT_MS ${config.WRITE_TIMEOUT_MS}` +
+        ` (stack ${stackSeconds.toFixed(1)} s, accounts + warm-up ${((performance.now() - setupStarted) / 1000 - stackSeconds).toFixed(1)} s)`,
+    );
+
+    const throughput = await closedLoop(base, members, settings.concurrency, settings.seconds);
+    const latency = await openLoop(base, members, settings.rate, settings.latencySeconds);
+    const floorRun = await floor(
+      service.app.stack.postgres.url,
+      settings.accounts,
+      settings.concurrency,
+      settings.floorSeconds,
+    );
+
+    const allIds = [...warm.postIds, ...throughput.tally.postIds, ...latency.tally.postIds];
+    const check = await verify(service, members, allIds);
+    const problems = [...check.problems, ...floorRun.problems];
+    for (const [label, tally] of [
+      ['warm-up', warm],
+      ['throughput', throughput.tally],
+      ['latency', latency.tally],
+    ] as const) {
+      for (const [outcome, n] of tally.other) problems.push(`${label}: ${n} x ${outcome}`);
+    }
+
+    const t = throughput.tally;
+    const confirmedPerSecond = t.confirmed / throughput.seconds;
+    const p50 = percentile(latency.tally.latenciesMs, 50);
+    const p99 = percentile(latency.tally.latenciesMs, 99);
+    const ratio = confirmedPerSecond / floorRun.perSecond;
+    const throughputOk = confirmedPerSecond >= TARGET_CONFIRMED_PER_SECOND;
+    const latencyOk = p99 < TARGET_P99_MS && latency.tally.pending === 0;
+    const mark = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+
+    console.log('');
+    console.log(
+      `1. throughput, closed loop, ${settings.concurrency} clients, ${throughput.seconds.toFixed(1)} s:`,
+    );
+    console.log(
+      `   ${t.confirmed} confirmed (201), ${t.pending} pending (202), ${[...t.other.values()].reduce((a, b) => a + b, 0)} other` +
+        `  latency p50 ${percentile(t.latenciesMs, 50).toFixed(0)} ms, p99 ${percentile(t.latenciesMs, 99).toFixed(0)} ms`,
+    );
+    console.log(
+      `   ${mark(throughputOk)} ${confirmedPerSecond.toFixed(0).padStart(6)} confirmed paid posts/s   target >= ${TARGET_CONFIRMED_PER_SECOND}`,
+    );
+    const l = latency.tally;
+    console.log(
+      `2. latency, open loop, ${settings.rate} posts/s offered for ${settings.latencySeconds} s (${l.latenciesMs.length} posts,` +
+        ` done in ${latency.seconds.toFixed(1)} s, schedule lag max ${latency.lagMs.toFixed(0)} ms):`,
+    );
+    console.log(`   ${l.confirmed} confirmed (201), ${l.pending} pending (202)`);
+    console.log(
+      `   ${mark(latencyOk)} p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0).padStart(6)} ms              target p99 < ${TARGET_P99_MS} ms`,
+    );
+    console.log(
+      `3. floor, Postgres debit + insert transaction, ${settings.concurrency} connections, ${floorRun.seconds.toFixed(1)} s:`,
+    );
+    console.log(
+      `        ${floorRun.perSecond.toFixed(0).padStart(6)} transactions/s (${floorRun.transactions})`,
+    );
+    console.log(`   ratio paid posts / floor: ${(ratio * 100).toFixed(1)}%`);
+    console.log(
+      `   check (${check.waitSeconds.toFixed(1)} s): ${
+        problems.length === 0
+          ? `all ${allIds.length} posts' outbox rows confirmed; ledger = on-chain USDC for all ${members.length} accounts`
+          : 'PROBLEMS'
+      }`,
+    );
+    for (const problem of problems.slice(0, 20)) console.log(`   ! ${problem}`);
+    const ok = throughputOk && latencyOk && problems.length === 0;
+    console.log(
+      `${mark(ok)}: ${confirmedPerSecond.toFixed(0)} confirmed posts/s, p99 ${p99.toFixed(0)} ms at ${settings.rate}/s, ` +
+        `floor ${floorRun.perSecond.toFixed(0)}/s` +
+        (problems.length > 0 ? `, ${problems.length} problem(s)` : ''),
+    );
+    return ok ? 0 : 1;
+  } finally {
+    await service.stop();
+    await rm(dataDir, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  },
+);

@@ -1,10 +1,11 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { associatedTokenAccount, fundUsdc, type PlatformChain } from '../src/adapters/solana/index.js';
+import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { depositUsdc } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 /**
@@ -59,15 +60,7 @@ async function kill(child: ChildProcessWithoutNullStreams): Promise<void> {
 
 async function funded(handle: string, micro: bigint): Promise<Account> {
   const account = await createAccount(env.app, { handle });
-  const { signature } = await fundUsdc(env.app.rpc, platform, account.walletAddress, micro);
-  await env.app.ledger.record({
-    kind: 'deposit',
-    idempotencyKey: `deposit:${signature}`,
-    legs: [
-      { account: { kind: 'external' }, amountMicro: -micro, counts: 'none' },
-      { account: { kind: 'user', accountId: account.id }, amountMicro: micro, counts: 'none' },
-    ],
-  });
+  await depositUsdc(env.app, platform, account, micro);
   return account;
 }
 

@@ -5,7 +5,7 @@ import { buildServer } from '../src/api/server.js';
 import { openApp, type App } from '../src/app/app.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { fundUsdc } from '../src/adapters/solana/index.js';
+import { depositUsdc } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -92,15 +92,7 @@ test(
     const account = await createAccount(env.app, { handle: 'poster_1' });
     const { key } = await createApiKey(env.app.apiKeys, account.id);
     const platform = await env.app.bootstrapChain();
-    const { signature } = await fundUsdc(env.app.rpc, platform, account.walletAddress, 20_000_000n);
-    await env.app.ledger.record({
-      kind: 'deposit',
-      idempotencyKey: `deposit:${signature}`,
-      legs: [
-        { account: { kind: 'external' }, amountMicro: -20_000_000n, counts: 'none' },
-        { account: { kind: 'user', accountId: account.id }, amountMicro: 20_000_000n, counts: 'none' },
-      ],
-    });
+    await depositUsdc(env.app, platform, account, 20_000_000n);
     await awaitFreshWindow();
     const send = () =>
       fetch(`${bases[0]}/api/v1/posts`, {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { associatedTokenAccount, fundUsdc, type PlatformChain } from '../src/adapters/solana/index.js';
+import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
 import { buildServer } from '../src/api/server.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
@@ -10,6 +10,7 @@ import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { processorsFor } from '../workers/processors.js';
 import type { RunningRole } from '../workers/role.js';
 import { startWorkerRole } from '../workers/worker.role.js';
+import { depositUsdc } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -41,15 +42,7 @@ async function member(handle: string, usdMicro: bigint, scopes?: Scope[]): Promi
   const account = await createAccount(env.app, { handle });
   const { key } = await createApiKey(env.app.apiKeys, account.id, scopes);
   if (usdMicro > 0n) {
-    const { signature } = await fundUsdc(env.app.rpc, platform, account.walletAddress, usdMicro);
-    await env.app.ledger.record({
-      kind: 'deposit',
-      idempotencyKey: `deposit:${signature}`,
-      legs: [
-        { account: { kind: 'external' }, amountMicro: -usdMicro, counts: 'none' },
-        { account: { kind: 'user', accountId: account.id }, amountMicro: usdMicro, counts: 'none' },
-      ],
-    });
+    await depositUsdc(env.app, platform, account, usdMicro);
   }
   return { account, key };
 }

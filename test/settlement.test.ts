@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   associatedTokenAccount,
   buildTransfer,
-  fundUsdc,
   sendAndConfirm,
   signTransaction,
   USDC_DECIMALS,
@@ -14,6 +13,7 @@ import { walletSigner } from '../src/app/write-path/payment-transaction.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { depositUsdc } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 /** The payments worker's settlement, driven step by step (no queue) to reach the rare paths. */
@@ -30,15 +30,7 @@ afterAll(async () => {
 
 async function funded(handle: string, micro: bigint): Promise<Account> {
   const account = await createAccount(env.app, { handle });
-  const { signature } = await fundUsdc(env.app.rpc, platform, account.walletAddress, micro);
-  await env.app.ledger.record({
-    kind: 'deposit',
-    idempotencyKey: `deposit:${signature}`,
-    legs: [
-      { account: { kind: 'external' }, amountMicro: -micro, counts: 'none' },
-      { account: { kind: 'user', accountId: account.id }, amountMicro: micro, counts: 'none' },
-    ],
-  });
+  await depositUsdc(env.app, platform, account, micro);
   return account;
 }
 

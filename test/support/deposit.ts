@@ -1,0 +1,27 @@
+import type { PlatformChain } from '../../src/adapters/solana/index.js';
+import { fundUsdc } from '../../src/adapters/solana/index.js';
+import type { App } from '../../src/app/app.js';
+import type { Account } from '../../src/domain/accounts/account.js';
+
+/**
+ * Money for a test account, as the dev faucet gives it: USDC minted into its wallet on the
+ * localnet and the same amount credited in the ledger as a deposit keyed by the signature, so the
+ * ledger equals the chain from the start.
+ */
+export async function depositUsdc(
+  app: App,
+  platform: PlatformChain,
+  account: Account,
+  micro: bigint,
+): Promise<string> {
+  const { signature } = await fundUsdc(app.rpc, platform, account.walletAddress, micro);
+  await app.ledger.record({
+    kind: 'deposit',
+    idempotencyKey: `deposit:${signature}`,
+    legs: [
+      { account: { kind: 'external' }, amountMicro: -micro, counts: 'none' },
+      { account: { kind: 'user', accountId: account.id }, amountMicro: micro, counts: 'none' },
+    ],
+  });
+  return signature;
+}

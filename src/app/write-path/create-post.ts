@@ -6,7 +6,7 @@ import type { Keystore, PlatformChain, RpcClient } from '../../adapters/solana/i
 import { AppError } from '../../domain/errors.js';
 import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
 import { validatePostDraft, type PostType } from '../../domain/posts/post-rules.js';
-import { signUsdcPayment, walletSigner } from './payment-transaction.js';
+import { signUsdcPayment, walletSigner, insertOutboxPayment } from './payment-transaction.js';
 
 export interface WritePathDeps {
   db: Db;
@@ -83,17 +83,7 @@ export async function createPaidPost(
       })
       .returning(['id', 'created_at'])
       .executeTakeFirstOrThrow();
-    const chainTx = await trx
-      .insertInto('chain_transactions')
-      .values({
-        movement_id: movementId,
-        signature: payment.signature,
-        wire: payment.wire,
-        blockhash: payment.blockhash,
-        last_valid_block_height: BigInt(payment.lastValidBlockHeight),
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
+    const chainTxId = await insertOutboxPayment(trx, movementId, payment);
     const eventType =
       draft.type === 'post' ? 'post.created' : draft.type === 'reply' ? 'post.replied' : 'post.quoted';
     await trx
@@ -107,7 +97,7 @@ export async function createPaidPost(
       authorId,
       createdAt: post.created_at,
       costMicro: cost,
-      chainTransactionId: chainTx.id,
+      chainTransactionId: chainTxId,
       swapTx: payment.signature,
     };
   });

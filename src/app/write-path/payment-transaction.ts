@@ -10,6 +10,8 @@ import {
   type RpcClient,
   type Signer,
 } from '../../adapters/solana/index.js';
+import type { Transaction as DbTransaction } from 'kysely';
+import type { Database } from '../../adapters/postgres/database.js';
 import type { Db } from '../../adapters/postgres/db.js';
 
 /** The signer of a user's custodial wallet, unsealed for one transaction. */
@@ -76,4 +78,27 @@ export async function resignPayment(rpc: RpcClient, wire: Buffer, signers: Signe
   );
   const signed = signTransaction(tx, signers);
   return { ...signed, blockhash, lastValidBlockHeight };
+}
+
+/**
+ * Puts a signed payment in the outbox, inside the caller's transaction (the one that also writes
+ * the ledger movement and the domain row), and returns the outbox row id the worker settles.
+ */
+export async function insertOutboxPayment(
+  trx: DbTransaction<Database>,
+  movementId: string,
+  payment: SignedPayment,
+): Promise<string> {
+  const row = await trx
+    .insertInto('chain_transactions')
+    .values({
+      movement_id: movementId,
+      signature: payment.signature,
+      wire: payment.wire,
+      blockhash: payment.blockhash,
+      last_valid_block_height: BigInt(payment.lastValidBlockHeight),
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
 }

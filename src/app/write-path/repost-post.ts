@@ -6,7 +6,7 @@ import type { PlatformChain } from '../../adapters/solana/index.js';
 import { paidEngagementLegs, type Leg } from '../../domain/ledger/ledger.js';
 import { alreadyReposted, parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
 import type { WritePathDeps } from './create-post.js';
-import { signUsdcPayment, walletSigner } from './payment-transaction.js';
+import { signUsdcPayment, walletSigner, insertOutboxPayment } from './payment-transaction.js';
 
 export interface CreatedRepost {
   id: string;
@@ -72,17 +72,7 @@ export async function repostPost(
         .insertInto('reposts')
         .values({ id: repostId, reposter_id: reposterId, post_id: postId, movement_id: movementId })
         .execute();
-      const chainTx = await trx
-        .insertInto('chain_transactions')
-        .values({
-          movement_id: movementId,
-          signature: payment.signature,
-          wire: payment.wire,
-          blockhash: payment.blockhash,
-          last_valid_block_height: BigInt(payment.lastValidBlockHeight),
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow();
+      const chainTxId = await insertOutboxPayment(trx, movementId, payment);
       await trx
         .insertInto('domain_events')
         .values({
@@ -97,7 +87,7 @@ export async function repostPost(
         id: repostId,
         repostOf: postId,
         costMicro: cost,
-        chainTransactionId: chainTx.id,
+        chainTransactionId: chainTxId,
         swapTx: payment.signature,
       };
     });

@@ -6,7 +6,7 @@ import { AppError } from '../../domain/errors.js';
 import { sendLegs } from '../../domain/ledger/ledger.js';
 import { sendChainMemo, validateSendDraft } from '../../domain/sends/send-rules.js';
 import type { WritePathDeps } from './create-post.js';
-import { signUsdcPayment, walletSigner } from './payment-transaction.js';
+import { signUsdcPayment, walletSigner, insertOutboxPayment } from './payment-transaction.js';
 
 export interface CreatedSend {
   id: string;
@@ -80,17 +80,7 @@ export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unkn
       })
       .returning(['created_at'])
       .executeTakeFirstOrThrow();
-    const chainTx = await trx
-      .insertInto('chain_transactions')
-      .values({
-        movement_id: movementId,
-        signature: payment.signature,
-        wire: payment.wire,
-        blockhash: payment.blockhash,
-        last_valid_block_height: BigInt(payment.lastValidBlockHeight),
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
+    const chainTxId = await insertOutboxPayment(trx, movementId, payment);
     await trx
       .insertInto('domain_events')
       .values({
@@ -107,7 +97,7 @@ export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unkn
       amountMicro: draft.amountMicro,
       memo: draft.memo,
       createdAt: row.created_at,
-      chainTransactionId: chainTx.id,
+      chainTransactionId: chainTxId,
       swapTx: payment.signature,
     };
   });

@@ -7,6 +7,7 @@ import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { processorsFor } from '../workers/processors.js';
 import type { RunningRole } from '../workers/role.js';
 import { startWorkerRole } from '../workers/worker.role.js';
+import { settledMoney } from './support/balances.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -52,7 +53,7 @@ const post = (idempotencyKey: string, content: string) =>
     body: JSON.stringify({ type: 'post', content }),
   });
 
-const balance = async () => (await env.app.ledger.money(accountId)).availableMicro;
+const balance = async () => (await settledMoney(env.app, accountId)).availableMicro;
 
 describe('Idempotency-Key on money-moving POSTs', () => {
   test('a replay after completion returns the first answer and charges once', async () => {

@@ -1,8 +1,13 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createLedgerStore } from '../src/adapters/postgres/ledger.repository.js';
+import {
+  createLedgerStore,
+  movementLegs,
+  recordMovement,
+  releaseHeldCredits,
+} from '../src/adapters/postgres/ledger.repository.js';
 import { AppError } from '../src/domain/errors.js';
-import { paidEngagementLegs, type Leg } from '../src/domain/ledger/ledger.js';
+import { paidEngagementLegs, reversalLegs, type Leg } from '../src/domain/ledger/ledger.js';
 import type { LedgerStore } from '../src/domain/ledger/ledger.service.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
@@ -43,16 +48,23 @@ afterAll(async () => {
   await env?.close();
 });
 
-/** The invariant every test ends with: all legs of all movements sum to zero. */
+/**
+ * The invariant every test ends with: all legs of all movements sum to zero, and every user's
+ * stored balance plus held credits equals the sum of that user's legs (platform accounts keep no
+ * stored balance: theirs is the sum of their legs).
+ */
 async function expectLedgerBalanced() {
   const { rows } = await sql<{
     total: string;
   }>`SELECT coalesce(sum(amount), 0)::text AS total FROM ledger_legs`.execute(env.app.db);
   expect(rows[0]?.total).toBe('0');
-  const { rows: accounts } = await sql<{
-    total: string;
-  }>`SELECT coalesce(sum(balance), 0)::text AS total FROM ledger_accounts`.execute(env.app.db);
-  expect(accounts[0]?.total).toBe('0');
+  const { rows: drifted } = await sql<{ id: string }>`
+    SELECT a.id FROM ledger_accounts a
+      LEFT JOIN ledger_legs l ON l.ledger_account_id = a.id
+     WHERE a.kind = 'user'
+     GROUP BY a.id, a.balance, a.pending
+    HAVING a.balance + a.pending <> coalesce(sum(l.amount), 0)`.execute(env.app.db);
+  expect(drifted).toEqual([]);
 }
 
 describe('the ledger', () => {
@@ -72,6 +84,7 @@ describe('the ledger', () => {
     }
     expect(await ledger.money(payer)).toEqual({
       availableMicro: 0n,
+      pendingMicro: 0n,
       totalEarnedMicro: 0n,
       totalSpentMicro: 10_000_000n,
     });
@@ -83,8 +96,55 @@ describe('the ledger', () => {
     await ledger.record({ kind: 'post', legs: paidEngagementLegs(payer, creator) });
     expect(await ledger.money(creator)).toEqual({
       availableMicro: 500_000n,
+      pendingMicro: 0n,
       totalEarnedMicro: 500_000n,
       totalSpentMicro: 0n,
+    });
+    await expectLedgerBalanced();
+  });
+
+  test('a held payment credits pending, not the balance; releasing or reversing it settles it exactly', async () => {
+    const fan = await newAccount('fan_held');
+    const author = await newAccount('author_held');
+    await ledger.record(deposit(fan, 2_000_000n, 'deposit-held'));
+    const record = () =>
+      env.app.db
+        .transaction()
+        .execute((trx) =>
+          recordMovement(trx, { kind: 'post', legs: paidEngagementLegs(fan, author), pending: 'hold' }),
+        );
+    const first = await record();
+    expect(await ledger.money(author)).toMatchObject({ availableMicro: 0n, pendingMicro: 500_000n });
+    // Held credits cannot be spent: the author's $0.50 is not in their wallet yet.
+    await expect(
+      ledger.record({ kind: 'post', legs: paidEngagementLegs(author, undefined, 500_000n) }),
+    ).rejects.toMatchObject({ code: 'insufficient_balance' });
+
+    await env.app.db.transaction().execute((trx) => releaseHeldCredits(trx, first.movementId));
+    expect(await ledger.money(author)).toMatchObject({ availableMicro: 500_000n, pendingMicro: 0n });
+
+    // A second held payment fails on chain: its reversal takes the credit back out of pending,
+    // even though the author has meanwhile spent everything that was spendable.
+    const second = await record();
+    await ledger.record({ kind: 'post', legs: paidEngagementLegs(author, undefined, 500_000n) });
+    expect(await ledger.money(author)).toMatchObject({ availableMicro: 0n, pendingMicro: 500_000n });
+    await env.app.db.transaction().execute(async (trx) =>
+      recordMovement(trx, {
+        kind: 'reversal',
+        legs: reversalLegs(await movementLegs(trx, second.movementId)),
+        reverses: second.movementId,
+        pending: 'unhold',
+      }),
+    );
+    expect(await ledger.money(author)).toEqual({
+      availableMicro: 0n,
+      pendingMicro: 0n,
+      totalEarnedMicro: 500_000n,
+      totalSpentMicro: 500_000n,
+    });
+    expect(await ledger.money(fan)).toMatchObject({
+      availableMicro: 1_000_000n,
+      totalSpentMicro: 1_000_000n,
     });
     await expectLedgerBalanced();
   });

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import { PublicKey } from '@solana/web3.js';
+import type { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
+import type { PlatformChain } from '../src/adapters/solana/index.js';
 import { buildServer } from '../src/api/server.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
@@ -12,6 +12,7 @@ import { processorsFor } from '../workers/processors.js';
 import type { RunningRole } from '../workers/role.js';
 import { startWorkerRole } from '../workers/worker.role.js';
 import { depositUsdc } from './support/deposit.js';
+import { onChainUsdc as onChainUsdcOf, settledMoney } from './support/balances.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -66,18 +67,9 @@ const repost = (who: Member, postId: string) => call(who, 'POST', `/posts/${post
 const like = (who: Member, postId: string) => call(who, 'POST', `/posts/${postId}/like`);
 const unlike = (who: Member, postId: string) => call(who, 'DELETE', `/posts/${postId}/like`);
 
-async function onChainUsdc(owner: string | PublicKey): Promise<bigint> {
-  const ata = associatedTokenAccount(
-    platform.usdcMint,
-    typeof owner === 'string' ? new PublicKey(owner) : owner,
-  );
-  const { value } = await env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
-    ata.toBase58(),
-  ]);
-  return BigInt(value.amount);
-}
+const onChainUsdc = (owner: string | PublicKey) => onChainUsdcOf(env.app, platform, owner);
 
-const available = async (who: Member) => (await env.app.ledger.money(who.account.id)).availableMicro;
+const available = async (who: Member) => (await settledMoney(env.app, who.account.id)).availableMicro;
 
 async function legSum(): Promise<string | undefined> {
   const { rows } = await sql<{
@@ -129,11 +121,11 @@ describe('reposts and likes through the REST API', () => {
     expect(await onChainUsdc(reposter.account.walletAddress)).toBe(2_000_000n);
     expect(await onChainUsdc(author.account.walletAddress)).toBe(1_500_000n);
     expect((await onChainUsdc(platform.signers.treasury.publicKey)) - treasuryBefore).toBe(500_000n);
-    expect(await env.app.ledger.money(author.account.id)).toMatchObject({
+    expect(await settledMoney(env.app, author.account.id)).toMatchObject({
       availableMicro: 1_500_000n,
       totalEarnedMicro: 500_000n,
     });
-    expect(await env.app.ledger.money(reposter.account.id)).toMatchObject({
+    expect(await settledMoney(env.app, reposter.account.id)).toMatchObject({
       availableMicro: 2_000_000n,
       totalSpentMicro: 1_000_000n,
     });
@@ -189,11 +181,11 @@ describe('reposts and likes through the REST API', () => {
   });
 
   test("reposting one's own post pays the whole dollar to the treasury", async () => {
-    const before = await env.app.ledger.money(author.account.id);
+    const before = await settledMoney(env.app, author.account.id);
     const treasuryBefore = await onChainUsdc(platform.signers.treasury.publicKey);
     const response = await repost(author, postId);
     expect(response.status).toBe(201);
-    expect(await env.app.ledger.money(author.account.id)).toMatchObject({
+    expect(await settledMoney(env.app, author.account.id)).toMatchObject({
       availableMicro: before.availableMicro - 1_000_000n,
       totalEarnedMicro: before.totalEarnedMicro,
     });
@@ -246,7 +238,7 @@ describe('reposts and likes through the REST API', () => {
       .orderBy('occurred_at')
       .execute();
     expect(events.map((e) => e.type).sort()).toEqual(['post.liked', 'post.liked', 'post.unliked']);
-    expect((await env.app.ledger.money(fan.account.id)).totalSpentMicro).toBe(0n);
+    expect((await settledMoney(env.app, fan.account.id)).totalSpentMicro).toBe(0n);
   });
 
   test("a key with only the 'post' scope gets 403 on repost, like and unlike", async () => {

@@ -11,6 +11,7 @@ import { processorsFor } from '../workers/processors.js';
 import type { RunningRole } from '../workers/role.js';
 import { startWorkerRole } from '../workers/worker.role.js';
 import { depositUsdc } from './support/deposit.js';
+import { onChainUsdc as onChainUsdcOf, settledMoney } from './support/balances.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -73,15 +74,9 @@ async function history(who: Member): Promise<HistoryEntry[]> {
   return ((await response.json()) as { transactions: HistoryEntry[] }).transactions;
 }
 
-async function onChainUsdc(owner: string): Promise<bigint> {
-  const ata = associatedTokenAccount(platform.usdcMint, new PublicKey(owner));
-  const { value } = await env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
-    ata.toBase58(),
-  ]);
-  return BigInt(value.amount);
-}
+const onChainUsdc = (owner: string | PublicKey) => onChainUsdcOf(env.app, platform, owner);
 
-const money = (who: Member) => env.app.ledger.money(who.account.id);
+const money = (who: Member) => settledMoney(env.app, who.account.id);
 
 describe('POST /api/v1/send', () => {
   let alice: Member;

@@ -45,6 +45,27 @@ async function usdc(owner: string): Promise<bigint> {
   return BigInt(value.amount);
 }
 
+/** Moves USDC out of a custodial wallet without the ledger knowing: its next payment fails on chain. */
+async function drainOnChain(account: Account, micro: bigint): Promise<void> {
+  const signer = await walletSigner(env.app.db, env.app.keystore, account.id);
+  const { blockhash, lastValidBlockHeight } = await env.app.rpc.getLatestBlockhash('confirmed');
+  const drain = buildTransfer({
+    feePayer: platform.signers.fee_payer.publicKey,
+    recentBlockhash: blockhash,
+    legs: [
+      {
+        mint: platform.usdcMint,
+        decimals: USDC_DECIMALS,
+        from: signer.publicKey,
+        to: platform.signers.treasury.publicKey,
+        amount: micro,
+      },
+    ],
+  });
+  const signedDrain = signTransaction(drain, [platform.signers.fee_payer, signer]);
+  await sendAndConfirm(env.app.rpc, { ...signedDrain, lastValidBlockHeight }, { commitment: 'confirmed' });
+}
+
 describe('settlePayment', () => {
   test('an expired blockhash forces a re-sign; swap_tx becomes the landed signature and the post is paid once', async () => {
     const author = await funded('expiry_1', 2_000_000n);
@@ -56,6 +77,7 @@ describe('settlePayment', () => {
     expect(row.status).toBe('confirmed');
     expect(row.attempts).toBe(2);
     expect(row.signature).not.toBe(post.swapTx);
+    expect(row.replaced_signatures).toEqual([post.swapTx]); // every attempt is kept
     const [landed, stale] = await env.app.rpc.getSignatureStatuses([row.signature, post.swapTx]);
     expect(landed?.err).toBeNull();
     expect(stale).toBeNull();
@@ -72,23 +94,7 @@ describe('settlePayment', () => {
     expect((await env.app.ledger.money(author.id)).availableMicro).toBe(0n);
 
     // Move the wallet's USDC away behind the ledger's back, so the payment cannot succeed on chain.
-    const signer = await walletSigner(env.app.db, env.app.keystore, author.id);
-    const { blockhash, lastValidBlockHeight } = await env.app.rpc.getLatestBlockhash('confirmed');
-    const drain = buildTransfer({
-      feePayer: platform.signers.fee_payer.publicKey,
-      recentBlockhash: blockhash,
-      legs: [
-        {
-          mint: platform.usdcMint,
-          decimals: USDC_DECIMALS,
-          from: signer.publicKey,
-          to: platform.signers.treasury.publicKey,
-          amount: 1_000_000n,
-        },
-      ],
-    });
-    const signedDrain = signTransaction(drain, [platform.signers.fee_payer, signer]);
-    await sendAndConfirm(env.app.rpc, { ...signedDrain, lastValidBlockHeight }, { commitment: 'confirmed' });
+    await drainOnChain(author, 1_000_000n);
 
     expect(await settlePayment(env.app, post.chainTransactionId)).toBe('failed');
     const row = await outboxRow(post.chainTransactionId);
@@ -96,11 +102,45 @@ describe('settlePayment', () => {
     expect(row.error).toMatchObject({ kind: 'program_error' });
     expect(await env.app.ledger.money(author.id)).toEqual({
       availableMicro: 1_000_000n,
+      pendingMicro: 0n,
       totalEarnedMicro: 0n,
       totalSpentMicro: 0n,
     });
     // A second settlement (a retried job) does not refund twice.
     expect(await settlePayment(env.app, post.chainTransactionId)).toBe('failed');
     expect((await env.app.ledger.money(author.id)).availableMicro).toBe(1_000_000n);
+  });
+
+  test('a failed reply is reversed even after the parent author spent everything spendable: the share was only held', async () => {
+    const author = await funded('held_author', 2_000_000n);
+    const parent = await createPaidPost(env.app, author.id, { type: 'post', content: 'parent' });
+    expect(await settlePayment(env.app, parent.chainTransactionId)).toBe('confirmed');
+    const fan = await funded('held_fan', 1_000_000n);
+    const reply = await createPaidPost(env.app, fan.id, {
+      type: 'reply',
+      content: 'nice',
+      parent_id: parent.id,
+    });
+    expect(await env.app.ledger.money(author.id)).toMatchObject({
+      availableMicro: 1_000_000n,
+      pendingMicro: 500_000n,
+    });
+    // The author spends their whole spendable balance; the held half dollar cannot be part of it.
+    const spend = await createPaidPost(env.app, author.id, { type: 'post', content: 'all in' });
+    await expect(
+      createPaidPost(env.app, author.id, { type: 'post', content: 'with the held share' }),
+    ).rejects.toMatchObject({ code: 'insufficient_balance' });
+    expect(await settlePayment(env.app, spend.chainTransactionId)).toBe('confirmed');
+
+    await drainOnChain(fan, 1_000_000n);
+    expect(await settlePayment(env.app, reply.chainTransactionId)).toBe('failed');
+    expect(await env.app.ledger.money(author.id)).toEqual({
+      availableMicro: 0n,
+      pendingMicro: 0n,
+      totalEarnedMicro: 0n,
+      totalSpentMicro: 2_000_000n,
+    });
+    expect((await env.app.ledger.money(fan.id)).availableMicro).toBe(1_000_000n);
+    expect(await usdc(author.walletAddress)).toBe(0n);
   });
 });

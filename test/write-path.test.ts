@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import { PublicKey } from '@solana/web3.js';
+import type { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
+import type { PlatformChain } from '../src/adapters/solana/index.js';
 import { buildServer } from '../src/api/server.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
@@ -11,6 +11,7 @@ import { processorsFor } from '../workers/processors.js';
 import type { RunningRole } from '../workers/role.js';
 import { startWorkerRole } from '../workers/worker.role.js';
 import { depositUsdc } from './support/deposit.js';
+import { onChainUsdc as onChainUsdcOf, settledMoney } from './support/balances.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -54,20 +55,11 @@ const post = (who: Member, body: unknown) =>
     body: JSON.stringify(body),
   });
 
-async function onChainUsdc(owner: string | PublicKey): Promise<bigint> {
-  const ata = associatedTokenAccount(
-    platform.usdcMint,
-    typeof owner === 'string' ? new PublicKey(owner) : owner,
-  );
-  const { value } = await env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
-    ata.toBase58(),
-  ]);
-  return BigInt(value.amount);
-}
+const onChainUsdc = (owner: string | PublicKey) => onChainUsdcOf(env.app, platform, owner);
 
 /** Ledger = chain for the user, and the whole ledger balances. */
 async function expectReconciled(who: Member) {
-  expect((await env.app.ledger.money(who.account.id)).availableMicro).toBe(
+  expect((await settledMoney(env.app, who.account.id)).availableMicro).toBe(
     await onChainUsdc(who.account.walletAddress),
   );
   const { rows } = await sql<{
@@ -108,7 +100,7 @@ describe('POST /api/v1/posts', () => {
     const response = await post(bob, { type: 'reply', content: 'agreed', parent_id: alicePostId });
     expect(response.status).toBe(201);
     expect(await onChainUsdc(alice.account.walletAddress)).toBe(2_500_000n);
-    expect(await env.app.ledger.money(alice.account.id)).toMatchObject({
+    expect(await settledMoney(env.app, alice.account.id)).toMatchObject({
       availableMicro: 2_500_000n,
       totalEarnedMicro: 500_000n,
     });

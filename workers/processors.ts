@@ -1,4 +1,4 @@
-import { PAYMENTS_QUEUE, type PaymentJob } from '../src/adapters/redis/payments-queue.js';
+import { PAYMENTS_QUEUE, type PaymentJob, type SentProgress } from '../src/adapters/redis/payments-queue.js';
 import type { App } from '../src/app/app.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import type { QueueProcessor } from './worker.role.js';
@@ -8,9 +8,14 @@ export function processorsFor(app: App): QueueProcessor[] {
   return [
     {
       queue: PAYMENTS_QUEUE,
-      // Settling is mostly waiting on the chain: many in flight per worker process.
-      concurrency: 64,
-      process: (job) => settlePayment(app, (job.data as PaymentJob).chainTransactionId),
+      // Settling is mostly waiting on the chain (~0.5 s to confirmed on 400 ms slots), and one
+      // shared watcher polls for all of them: hundreds in flight per worker process cost little.
+      concurrency: 512,
+      // The 'sent' progress event is what the paying request waits for (see awaitPayment).
+      process: (job) =>
+        settlePayment(app, (job.data as PaymentJob).chainTransactionId, {
+          onSent: (signature) => job.updateProgress({ stage: 'sent', signature } satisfies SentProgress),
+        }),
       // A worker killed mid-job holds the job's lock until it expires: short locks (renewed every
       // 5 s while alive) and a frequent stall check hand it to another worker within ~15 s.
       // Settling is idempotent, so a stalled job may safely run again, as often as crashes happen.
@@ -20,7 +25,7 @@ export function processorsFor(app: App): QueueProcessor[] {
         const rows = await app.db
           .selectFrom('chain_transactions')
           .select('id')
-          .where('status', '=', 'signed')
+          .where('status', 'in', ['signed', 'sent'])
           .execute();
         for (const row of rows) await app.payments.enqueue(row.id);
         return rows.length;

@@ -23,6 +23,6 @@ export interface ApiDeps extends WritePathDeps {
   payments: PaymentsQueue;
   /** HMAC key of opaque pagination cursors. */
   cursorSecret: string;
-  /** WRITE_TIMEOUT_MS: how long a paid write waits for confirmation before answering 202. */
+  /** WRITE_TIMEOUT_MS: how long a paid write waits for the cluster to execute it before answering 202. */
   writeTimeoutMs: number;
 }

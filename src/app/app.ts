@@ -30,7 +30,8 @@ export interface App extends ApiDeps, LedgerCore {
 const HEALTH_TIMEOUT_MS = 2_000;
 
 export function openApp(config: Config, logger: Logger, stack: Devstack): App {
-  const db = createDb(stack.postgres.url);
+  // 20: a paid write holds a connection for a few ms, and at hundreds per second 10 queue up.
+  const db = createDb(stack.postgres.url, { max: 20 });
   const redis = createRedis(stack.redis.url, 'client');
   if (!stack.clickhouse) throw new Error('openApp needs ClickHouse; this stack was started without it');
   const clickhouseTarget = stack.clickhouse;
@@ -84,6 +85,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
       multiplier: config.RATE_LIMIT_MULTIPLIER,
     }),
     close: async () => {
+      core.watcher.close();
       await payments.close();
       await Promise.allSettled([db.destroy(), redis.quit(), clickhouse.close()]);
     },

@@ -9,10 +9,12 @@ import {
   bootstrapChain,
   createKeystore,
   createRpcClient,
+  createSignatureWatcher,
   createWalletProvisioner,
   type Keystore,
   type PlatformChain,
   type RpcClient,
+  type SignatureWatcher,
 } from '../adapters/solana/index.js';
 import type { Config } from '../config/index.js';
 import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
@@ -24,6 +26,8 @@ import { resolveMasterKey } from './master-key.js';
 /** The stores and chain services every entry point shares: the API process and the CLI alike. */
 export interface LedgerCore {
   rpc: RpcClient;
+  /** One status poller for every transaction this process waits on (close it on shutdown). */
+  watcher: SignatureWatcher;
   keystore: Keystore;
   /** HMAC key of opaque pagination cursors (per deployment: forged cursors are refused). */
   cursorSecret: string;
@@ -56,6 +60,7 @@ export function createLedgerCore(config: Config, logger: Logger, db: Db, solanaU
   };
   return {
     rpc,
+    watcher: createSignatureWatcher(rpc),
     keystore,
     // A key of its own for cursor MACs, derived so the master key itself never signs anything public.
     cursorSecret: createHmac('sha256', masterKey).update('ledgerfeed:history-cursor:v1').digest('hex'),

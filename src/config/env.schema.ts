@@ -76,7 +76,7 @@ export const envSchema = z.object({
    * Unset outside production: a development key is generated into DATA_DIR/wallet-master.key.
    */
   WALLET_MASTER_KEY: optional(z.string().trim()),
-  /** How long a money-moving request waits for its chain confirmation before answering 202 pending. */
+  /** How long a money-moving request waits for the cluster to execute its payment before answering 202 pending. */
   WRITE_TIMEOUT_MS: z.coerce
     .number({ message: 'expected milliseconds' })
     .int({ message: 'expected whole milliseconds' })

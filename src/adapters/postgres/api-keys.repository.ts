@@ -42,6 +42,7 @@ export function createApiKeyStore(db: Db): ApiKeyStore {
           'api_keys.revoked_at',
           'accounts.role',
           'accounts.handle',
+          'accounts.wallet_address',
         ])
         .where('api_keys.id', '=', id)
         .executeTakeFirst();
@@ -52,6 +53,7 @@ export function createApiKeyStore(db: Db): ApiKeyStore {
           hash: row.key_hash,
           accountRole: row.role,
           accountHandle: row.handle,
+          accountWallet: row.wallet_address,
         }
       );
     },

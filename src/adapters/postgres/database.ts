@@ -18,6 +18,9 @@ export interface Database {
   sends: SendsTable;
 }
 
+/** signed -> sent (processed) -> confirmed -> finalized, or failed (landed with an error; legs reversed). */
+export type ChainTransactionStatus = 'signed' | 'sent' | 'confirmed' | 'finalized' | 'failed';
+
 export interface ChainTransactionsTable {
   id: Generated<string>;
   movement_id: string;
@@ -25,7 +28,8 @@ export interface ChainTransactionsTable {
   wire: Buffer;
   blockhash: string;
   last_valid_block_height: bigint;
-  status: Generated<'signed' | 'confirmed' | 'failed'>;
+  status: Generated<ChainTransactionStatus>;
+  replaced_signatures: Generated<string[]>;
   attempts: Generated<number>;
   error: unknown;
   slot: bigint | null;
@@ -85,6 +89,8 @@ export interface LedgerAccountsTable {
   kind: 'user' | 'treasury' | 'creator_fund' | 'fee_pool' | 'swap_pool' | 'external';
   account_id: string | null;
   balance: Generated<bigint>;
+  /** Credits waiting for their transaction to confirm: not spendable yet. */
+  pending: Generated<bigint>;
   total_earned: Generated<bigint>;
   total_spent: Generated<bigint>;
 }

@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { AccountMoney } from '../../domain/accounts/account.js';
 import { AppError } from '../../domain/errors.js';
 import { assertBalanced, type Leg, type LedgerAccountRef } from '../../domain/ledger/ledger.js';
@@ -36,12 +36,13 @@ export function createLedgerStore(db: Db): LedgerStore {
     money: async (accountId) => {
       const row = await db
         .selectFrom('ledger_accounts')
-        .select(['balance', 'total_earned', 'total_spent'])
+        .select(['balance', 'pending', 'total_earned', 'total_spent'])
         .where('account_id', '=', accountId)
         .executeTakeFirst();
       return row
         ? {
             availableMicro: row.balance,
+            pendingMicro: row.pending,
             totalEarnedMicro: row.total_earned,
             totalSpentMicro: row.total_spent,
           }
@@ -50,7 +51,12 @@ export function createLedgerStore(db: Db): LedgerStore {
   };
 }
 
-const NO_MONEY: AccountMoney = { availableMicro: 0n, totalEarnedMicro: 0n, totalSpentMicro: 0n };
+const NO_MONEY: AccountMoney = {
+  availableMicro: 0n,
+  pendingMicro: 0n,
+  totalEarnedMicro: 0n,
+  totalSpentMicro: 0n,
+};
 
 /**
  * Writes one movement inside the caller's transaction (the unit of work that also writes the
@@ -70,86 +76,148 @@ export async function recordMovement(
       .executeTakeFirst();
     if (existing) return { movementId: existing.id, replayed: true };
   }
-  const legs = await Promise.all(
-    movement.legs.map(async (leg) => ({ ...leg, ledgerAccountId: await ledgerAccountId(trx, leg.account) })),
+  const accountIds = await ledgerAccountIds(
+    trx,
+    movement.legs.map((leg) => leg.account),
   );
-  const inserted = await trx
-    .insertInto('ledger_movements')
-    .values({
-      kind: movement.kind,
-      idempotency_key: movement.idempotencyKey ?? null,
-      reverses_id: movement.reverses ?? null,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
+  const legs = movement.legs.map((leg, k) => ({ ...leg, ledgerAccountId: accountIds[k]! }));
 
-  for (const leg of [...legs].sort((a, b) => a.ledgerAccountId.localeCompare(b.ledgerAccountId))) {
-    const amount = leg.amountMicro;
-    const spent = leg.counts === 'spent' ? -amount : 0n;
-    const earned = leg.counts === 'earned' ? amount : 0n;
-    // The debit is one conditional UPDATE: it either finds the money or changes nothing.
-    const updated = await trx
-      .updateTable('ledger_accounts')
-      .set({
-        balance: sql`balance + ${amount}`,
-        total_spent: sql`total_spent + ${spent}`,
-        total_earned: sql`total_earned + ${earned}`,
-      })
-      .where('id', '=', leg.ledgerAccountId)
-      .where((eb) =>
-        amount < 0n && leg.account.kind !== 'external' ? eb('balance', '>=', -amount) : eb.lit(true),
+  // Only user rows hold a stored balance (they need the conditional debit). Platform accounts are
+  // credited by nearly every movement: a row update each time would serialise every paid post on
+  // the treasury row's lock, so their balance is the sum of their legs.
+  const userChanges = legs
+    .filter((leg) => leg.account.kind === 'user')
+    .map((leg) => {
+      const amount = leg.amountMicro;
+      const toPending =
+        (movement.pending === 'hold' && amount > 0n) || (movement.pending === 'unhold' && amount < 0n);
+      return {
+        id: leg.ledgerAccountId,
+        balance: toPending ? 0n : amount,
+        pending: toPending ? amount : 0n,
+        spent: leg.counts === 'spent' ? -amount : 0n,
+        earned: leg.counts === 'earned' ? amount : 0n,
+      };
+    });
+  const changes = userChanges.length
+    ? sql.join(
+        userChanges.map(
+          (c) =>
+            sql`(${c.id}::uuid, ${c.balance}::bigint, ${c.pending}::bigint, ${c.spent}::bigint, ${c.earned}::bigint)`,
+        ),
       )
-      .returning('balance')
-      .executeTakeFirst();
-    if (!updated) {
-      const { balance } = await trx
-        .selectFrom('ledger_accounts')
-        .select('balance')
-        .where('id', '=', leg.ledgerAccountId)
-        .executeTakeFirstOrThrow();
-      throw new AppError(
-        'insufficient_balance',
-        `Insufficient balance: $${formatMicroUsd(balance)} available, $${formatMicroUsd(-amount)} required`,
-        { balanceMicro: balance.toString(), requiredMicro: (-amount).toString() },
-      );
-    }
-  }
-  await trx
-    .insertInto('ledger_legs')
-    .values(
-      legs.map((leg) => ({
-        movement_id: inserted.id,
-        ledger_account_id: leg.ledgerAccountId,
-        amount: leg.amountMicro,
-        counts: leg.counts,
-      })),
+    : sql`(NULL::uuid, 0::bigint, 0::bigint, 0::bigint, 0::bigint)`;
+  const legRows = sql.join(
+    legs.map((leg) => sql`(${leg.ledgerAccountId}::uuid, ${leg.amountMicro}::bigint, ${leg.counts})`),
+  );
+  // One statement, one round trip: lock the user rows in id order (concurrent movements touching
+  // the same accounts never deadlock), apply every change only where it keeps the row at or above
+  // zero (the conditional debit), and write the movement and its legs only if every change applied.
+  // A refused change leaves the statement's other changes for the caller's rollback to undo.
+  const { rows } = await sql<{ movement_id: string | null }>`
+    WITH locked AS (
+      SELECT id FROM ledger_accounts
+       WHERE id IN (SELECT id FROM (VALUES ${changes}) AS c (id, balance, pending, spent, earned))
+       ORDER BY id FOR UPDATE
+    ), applied AS (
+      UPDATE ledger_accounts a
+         SET balance = a.balance + c.balance, pending = a.pending + c.pending,
+             total_spent = a.total_spent + c.spent, total_earned = a.total_earned + c.earned
+        FROM (VALUES ${changes}) AS c (id, balance, pending, spent, earned)
+       WHERE a.id = c.id AND a.id IN (SELECT id FROM locked)
+         AND a.balance + c.balance >= 0 AND a.pending + c.pending >= 0
+      RETURNING a.id
+    ), movement AS (
+      INSERT INTO ledger_movements (kind, idempotency_key, reverses_id)
+      SELECT ${movement.kind}, ${movement.idempotencyKey ?? null}, ${movement.reverses ?? null}::uuid
+       WHERE (SELECT count(*) FROM applied) = ${userChanges.length}
+      RETURNING id
+    ), legs AS (
+      INSERT INTO ledger_legs (movement_id, ledger_account_id, amount, counts)
+      SELECT movement.id, l.account, l.amount, l.counts
+        FROM movement, (VALUES ${legRows}) AS l (account, amount, counts)
     )
-    .execute();
-  return { movementId: inserted.id, replayed: false };
+    SELECT (SELECT id FROM movement) AS movement_id`.execute(trx);
+  const movementId = rows[0]?.movement_id;
+  if (movementId) return { movementId, replayed: false };
+
+  // Refused: name the first debit that did not find its money.
+  for (const change of userChanges.filter((c) => c.balance < 0n || c.pending < 0n)) {
+    const { balance, pending } = await trx
+      .selectFrom('ledger_accounts')
+      .select(['balance', 'pending'])
+      .where('id', '=', change.id)
+      .executeTakeFirstOrThrow();
+    const required = -(change.balance + change.pending);
+    const available = change.balance < 0n ? balance : pending;
+    if (available >= required) continue;
+    throw new AppError(
+      'insufficient_balance',
+      `Insufficient balance: $${formatMicroUsd(available)} available, $${formatMicroUsd(required)} required`,
+      { balanceMicro: available.toString(), requiredMicro: required.toString() },
+    );
+  }
+  throw new Error(`ledger movement ${movement.kind} was refused, but no debit lacks money`);
 }
 
-/** The ledger account of a user (created on first use) or of a platform kind (seeded by migration). */
-async function ledgerAccountId(trx: Transaction<Database>, ref: LedgerAccountRef): Promise<string> {
-  if (ref.kind !== 'user') {
-    const row = await trx
+/**
+ * The ledger account id of every ref, in one statement when they all exist (the usual case): a
+ * user's account is created on first use, the platform kinds are seeded by migration.
+ */
+async function ledgerAccountIds(
+  trx: Transaction<Database>,
+  refs: readonly LedgerAccountRef[],
+): Promise<string[]> {
+  const keyOf = (ref: LedgerAccountRef) => (ref.kind === 'user' ? `user:${ref.accountId}` : ref.kind);
+  const userIds = refs.flatMap((ref) => (ref.kind === 'user' ? [ref.accountId] : []));
+  const kinds = refs.flatMap((ref) => (ref.kind === 'user' ? [] : [ref.kind]));
+  const lookUp = async () => {
+    const rows = await trx
       .selectFrom('ledger_accounts')
-      .select('id')
-      .where('kind', '=', ref.kind)
-      .where('account_id', 'is', null)
-      .executeTakeFirstOrThrow();
-    return row.id;
+      .select(['id', 'kind', 'account_id'])
+      .where((eb) =>
+        eb.or([
+          ...(userIds.length > 0 ? [eb('account_id', 'in', userIds)] : []),
+          ...(kinds.length > 0 ? [eb.and([eb('account_id', 'is', null), eb('kind', 'in', kinds)])] : []),
+        ]),
+      )
+      .execute();
+    return new Map(rows.map((row) => [row.account_id ? `user:${row.account_id}` : row.kind, row.id]));
+  };
+  let ids = await lookUp();
+  const missingUsers = userIds.filter((id) => !ids.has(`user:${id}`));
+  if (missingUsers.length > 0) {
+    await trx
+      .insertInto('ledger_accounts')
+      .values(missingUsers.map((accountId) => ({ kind: 'user' as const, account_id: accountId })))
+      .onConflict((oc) => oc.column('account_id').doNothing())
+      .execute();
+    ids = await lookUp();
   }
-  await trx
-    .insertInto('ledger_accounts')
-    .values({ kind: 'user', account_id: ref.accountId })
-    .onConflict((oc) => oc.column('account_id').doNothing())
-    .execute();
-  const row = await trx
-    .selectFrom('ledger_accounts')
-    .select('id')
-    .where('account_id', '=', ref.accountId)
-    .executeTakeFirstOrThrow();
-  return row.id;
+  return refs.map((ref) => {
+    const id = ids.get(keyOf(ref));
+    if (!id) throw new Error(`no ledger account for ${keyOf(ref)}`);
+    return id;
+  });
+}
+
+/**
+ * The statement that moves the held credits of some movements (`movementIds`: SQL yielding
+ * movement ids) from `pending` to the spendable balance. Whoever runs it makes sure it runs once
+ * per movement (see confirmOutboxPayment).
+ */
+export function releaseHeldCreditsSql(movementIds: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
+    UPDATE ledger_accounts a
+       SET pending = a.pending - c.amount, balance = a.balance + c.amount
+      FROM (SELECT ledger_account_id, sum(amount) AS amount FROM ledger_legs
+             WHERE movement_id IN (${movementIds}) AND amount > 0 GROUP BY ledger_account_id) c
+     WHERE a.id = c.ledger_account_id AND a.kind = 'user'`;
+}
+
+/** Releases one movement's held credits inside the caller's transaction. */
+export async function releaseHeldCredits(trx: Transaction<Database>, movementId: string): Promise<void> {
+  await releaseHeldCreditsSql(sql`${movementId}::uuid`).execute(trx);
 }
 
 /** The legs of a recorded movement, as the domain knows them (for its reversal). */

@@ -14,6 +14,13 @@ export {
   type Confirmed,
   type SignedForSend,
 } from './confirm.js';
+export {
+  createSignatureWatcher,
+  isAlreadyProcessed,
+  sendWires,
+  type SignatureWatcher,
+  type WatcherOptions,
+} from './signature-watcher.js';
 export { generateWallet, signerFromSeed, type GeneratedWallet, type Signer } from './keypair.js';
 export {
   createKeystore,

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { setLike } from '../../app/write-path/like-post.js';
 import { repostPost } from '../../app/write-path/repost-post.js';
 import type { ApiDeps } from '../api-deps.js';
-import { awaitPayment } from './await-payment.js';
+import { awaitPayment } from '../../app/write-path/await-payment.js';
 import { authErrors, errorBody, insufficientBalanceBody } from './schemas.js';
 
 /** No format here: an id that is not a UUID names no post and answers 404 (engagement-rules.ts). */
@@ -24,7 +24,7 @@ const createdRepost = {
     status: {
       type: 'string',
       enum: ['pending'],
-      description: 'Only on 202: not confirmed within WRITE_TIMEOUT_MS',
+      description: 'Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS',
     },
   },
 } as const;
@@ -72,7 +72,7 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
     async (request, reply) => {
       const created = await repostPost(deps, request.viewer!.accountId, request.params.id);
       const { settled, swapTx } = await awaitPayment(deps, created.chainTransactionId);
-      return reply.status(settled === 'confirmed' ? 201 : 202).send({
+      return reply.status(settled === 'pending' ? 202 : 201).send({
         id: created.id,
         repost_of: created.repostOf,
         cost_usd_micro: Number(created.costMicro),

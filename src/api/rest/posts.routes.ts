@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createPaidPost } from '../../app/write-path/create-post.js';
 import type { ApiDeps } from '../api-deps.js';
-import { awaitPayment } from './await-payment.js';
+import { awaitPayment } from '../../app/write-path/await-payment.js';
 import { authErrors, errorBody, insufficientBalanceBody } from './schemas.js';
 
 const postBody = {
@@ -34,7 +34,7 @@ const createdPost = {
     status: {
       type: 'string',
       enum: ['pending'],
-      description: 'Only on 202: not confirmed within WRITE_TIMEOUT_MS',
+      description: 'Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS',
     },
   },
 } as const;
@@ -42,7 +42,8 @@ const createdPost = {
 /**
  * POST /posts: a paid post, reply or quote ($1). The money move is committed with its signed
  * transaction (outbox) before anything is sent; the payments worker sends and confirms. The
- * request waits for that up to WRITE_TIMEOUT_MS, then answers 202 with the known swap_tx.
+ * request answers 201 once the cluster has executed the payment (the worker follows it on to
+ * confirmed), or 202 with the known swap_tx if that takes longer than WRITE_TIMEOUT_MS.
  */
 export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
   api.post(
@@ -69,12 +70,11 @@ export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
       const viewer = request.viewer!;
       const created = await createPaidPost(deps, viewer.accountId, request.body);
       const { settled, swapTx } = await awaitPayment(deps, created.chainTransactionId);
-      const account = (await deps.accounts.byId(viewer.accountId))!;
-      return reply.status(settled === 'confirmed' ? 201 : 202).send({
+      return reply.status(settled === 'pending' ? 202 : 201).send({
         id: created.id,
         content: created.content,
         type: created.type,
-        author: { handle: account.handle, wallet_address: account.walletAddress },
+        author: { handle: viewer.handle, wallet_address: viewer.walletAddress },
         cost_usd_micro: Number(created.costMicro),
         swap_tx: swapTx, // the landed signature: a re-sign after expiry changes it
         created_at: created.createdAt.toISOString(),

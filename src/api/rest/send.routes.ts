@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { sendUsdc } from '../../app/write-path/send-usdc.js';
 import { formatMicroUsd } from '../../domain/money/usd.js';
 import type { ApiDeps } from '../api-deps.js';
-import { awaitPayment } from './await-payment.js';
+import { awaitPayment } from '../../app/write-path/await-payment.js';
 import { authErrors, errorBody, insufficientBalanceBody } from './schemas.js';
 
 /** Types only: the rules (minimum, decimals, memo length) are the domain's, with messages naming them. */
@@ -38,7 +38,7 @@ const createdSend = {
     status: {
       type: 'string',
       enum: ['pending'],
-      description: 'Only on 202: not confirmed within WRITE_TIMEOUT_MS',
+      description: 'Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS',
     },
   },
 } as const;
@@ -46,7 +46,7 @@ const createdSend = {
 /**
  * POST /send: USDC from the caller's balance to another account (scope `send`, bucket `send`,
  * 5/min). Committed with its signed transfer (outbox) before anything is sent, then awaited like
- * a paid post: 201 when confirmed, 202 `pending` past WRITE_TIMEOUT_MS.
+ * a paid post: 201 once the cluster executed it, 202 `pending` past WRITE_TIMEOUT_MS.
  */
 export function registerSendRoutes(api: FastifyInstance, deps: ApiDeps): void {
   api.post(
@@ -72,7 +72,7 @@ export function registerSendRoutes(api: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const created = await sendUsdc(deps, request.viewer!.accountId, request.body);
       const { settled, swapTx } = await awaitPayment(deps, created.chainTransactionId);
-      return reply.status(settled === 'confirmed' ? 201 : 202).send({
+      return reply.status(settled === 'pending' ? 202 : 201).send({
         id: created.id,
         from: created.fromHandle,
         to: created.toHandle,

@@ -54,4 +54,9 @@ export function updatedProfileView(account: Account, baseUrl: string) {
 }
 
 /** A new account has moved no money yet. */
-export const NO_MONEY: AccountMoney = { availableMicro: 0n, totalEarnedMicro: 0n, totalSpentMicro: 0n };
+export const NO_MONEY: AccountMoney = {
+  availableMicro: 0n,
+  pendingMicro: 0n,
+  totalEarnedMicro: 0n,
+  totalSpentMicro: 0n,
+};

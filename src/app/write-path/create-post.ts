@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PublicKey } from '@solana/web3.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
-import type { Keystore, PlatformChain, RpcClient } from '../../adapters/solana/index.js';
+import type { Keystore, PlatformChain, RpcClient, SignatureWatcher } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
 import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
 import { validatePostDraft, type PostType } from '../../domain/posts/post-rules.js';
@@ -12,6 +12,8 @@ export interface WritePathDeps {
   db: Db;
   rpc: RpcClient;
   keystore: Keystore;
+  /** The process's one status poller for every transaction in flight. */
+  watcher: SignatureWatcher;
   bootstrapChain(): Promise<PlatformChain>;
 }
 
@@ -69,7 +71,7 @@ export async function createPaidPost(
 
   const cost = -legs[0]!.amountMicro;
   return deps.db.transaction().execute(async (trx) => {
-    const { movementId } = await recordMovement(trx, { kind: 'post', legs });
+    const { movementId } = await recordMovement(trx, { kind: 'post', legs, pending: 'hold' });
     const post = await trx
       .insertInto('posts')
       .values({
@@ -83,13 +85,14 @@ export async function createPaidPost(
       })
       .returning(['id', 'created_at'])
       .executeTakeFirstOrThrow();
-    const chainTxId = await insertOutboxPayment(trx, movementId, payment);
     const eventType =
       draft.type === 'post' ? 'post.created' : draft.type === 'reply' ? 'post.replied' : 'post.quoted';
-    await trx
-      .insertInto('domain_events')
-      .values({ type: eventType, actor_id: authorId, post_id: postId, amount_micro: cost })
-      .execute();
+    const chainTxId = await insertOutboxPayment(trx, movementId, payment, {
+      type: eventType,
+      actor_id: authorId,
+      post_id: postId,
+      amount_micro: cost,
+    });
     return {
       id: post.id,
       type: draft.type,

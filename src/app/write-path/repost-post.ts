@@ -63,7 +63,7 @@ export async function repostPost(
   const cost = -legs[0]!.amountMicro;
   try {
     return await deps.db.transaction().execute(async (trx) => {
-      const { movementId } = await recordMovement(trx, { kind: 'repost', legs });
+      const { movementId } = await recordMovement(trx, { kind: 'repost', legs, pending: 'hold' });
       if (previous) {
         // Its payment failed and was reversed: the row makes way for this attempt.
         await trx.deleteFrom('reposts').where('id', '=', previous.id).execute();
@@ -72,17 +72,13 @@ export async function repostPost(
         .insertInto('reposts')
         .values({ id: repostId, reposter_id: reposterId, post_id: postId, movement_id: movementId })
         .execute();
-      const chainTxId = await insertOutboxPayment(trx, movementId, payment);
-      await trx
-        .insertInto('domain_events')
-        .values({
-          type: 'post.reposted',
-          actor_id: reposterId,
-          post_id: postId,
-          amount_micro: cost,
-          payload: JSON.stringify({ repost_id: repostId }),
-        })
-        .execute();
+      const chainTxId = await insertOutboxPayment(trx, movementId, payment, {
+        type: 'post.reposted',
+        actor_id: reposterId,
+        post_id: postId,
+        amount_micro: cost,
+        payload: JSON.stringify({ repost_id: repostId }),
+      });
       return {
         id: repostId,
         repostOf: postId,

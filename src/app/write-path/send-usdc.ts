@@ -67,7 +67,7 @@ export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unkn
   });
 
   return deps.db.transaction().execute(async (trx) => {
-    const { movementId } = await recordMovement(trx, { kind: 'send', legs });
+    const { movementId } = await recordMovement(trx, { kind: 'send', legs, pending: 'hold' });
     const row = await trx
       .insertInto('sends')
       .values({
@@ -80,16 +80,12 @@ export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unkn
       })
       .returning(['created_at'])
       .executeTakeFirstOrThrow();
-    const chainTxId = await insertOutboxPayment(trx, movementId, payment);
-    await trx
-      .insertInto('domain_events')
-      .values({
-        type: 'send.created',
-        actor_id: senderId,
-        amount_micro: draft.amountMicro,
-        payload: JSON.stringify({ send_id: sendId, recipient_id: recipient.id }),
-      })
-      .execute();
+    const chainTxId = await insertOutboxPayment(trx, movementId, payment, {
+      type: 'send.created',
+      actor_id: senderId,
+      amount_micro: draft.amountMicro,
+      payload: JSON.stringify({ send_id: sendId, recipient_id: recipient.id }),
+    });
     return {
       id: sendId,
       fromHandle: sender.handle,

@@ -1,24 +1,38 @@
 import { movementLegs, recordMovement } from '../../adapters/postgres/ledger.repository.js';
-import { ChainError, sendAndConfirm } from '../../adapters/solana/index.js';
+import { confirmOutboxPayment } from '../../adapters/postgres/outbox.repository.js';
+import {
+  isAlreadyProcessed,
+  type ChainError,
+  sendWires,
+  type SignedForSend,
+} from '../../adapters/solana/index.js';
 import { reversalLegs } from '../../domain/ledger/ledger.js';
 import { resignPayment, walletSigner } from './payment-transaction.js';
 import type { WritePathDeps } from './create-post.js';
 
-export type SettlementStatus = 'confirmed' | 'failed';
+export type SettlementStatus = 'confirmed' | 'finalized' | 'failed';
+
+export interface SettlementHooks {
+  /** The cluster executed the transaction without error (commitment processed; row now 'sent'). */
+  onSent?(signature: string): Promise<void>;
+}
 
 /** Re-signs allowed after expiries before the job gives up and retries later. */
 const MAX_RESIGNS_PER_RUN = 5;
 
 /**
- * Drives one outbox row to its end: send the stored bytes and wait for 'confirmed' (re-sending the
- * same bytes while the blockhash lives: the chain dedupes), re-sign under a new blockhash when the
- * old one expired with nothing landed (`swap_tx` moves to the new signature), and reverse the
- * ledger legs when the transaction fails on chain. Retryable failures (RPC down, timeouts) are
- * thrown for the queue to retry; every step is safe to repeat after a crash.
+ * Drives one outbox row to its end: send the stored bytes (simulated first), wait until the
+ * cluster has executed them ('sent': the paying request may answer now), then until 'confirmed'
+ * (the held credits become spendable). The watcher re-sends the same bytes while the blockhash
+ * lives (the chain dedupes); a blockhash that expired with nothing landed is re-signed (`swap_tx`
+ * moves to the new signature, the old one is kept); a transaction that fails on chain has its
+ * ledger legs reversed. Retryable failures (RPC down, timeouts) are thrown for the queue to retry;
+ * every step is guarded by the row's status and signature, so it is safe to repeat after a crash.
  */
 export async function settlePayment(
   deps: WritePathDeps,
   chainTransactionId: string,
+  hooks: SettlementHooks = {},
 ): Promise<SettlementStatus> {
   for (let resigns = 0; ; resigns++) {
     const row = await deps.db
@@ -26,29 +40,17 @@ export async function settlePayment(
       .selectAll()
       .where('id', '=', chainTransactionId)
       .executeTakeFirstOrThrow();
-    if (row.status !== 'signed') return row.status;
-    try {
-      const confirmed = await sendAndConfirm(
-        deps.rpc,
-        {
-          wire: row.wire,
-          signature: row.signature,
-          lastValidBlockHeight: Number(row.last_valid_block_height),
-        },
-        { commitment: 'confirmed' },
-      );
-      await deps.db
-        .updateTable('chain_transactions')
-        .set({ status: 'confirmed', slot: BigInt(confirmed.slot), updated_at: new Date() })
-        .where('id', '=', row.id)
-        .where('status', '=', 'signed')
-        .execute();
-      return 'confirmed';
-    } catch (error) {
-      if (!(error instanceof ChainError)) throw error;
+    if (row.status === 'confirmed' || row.status === 'finalized' || row.status === 'failed')
+      return row.status;
+    const tx: SignedForSend = {
+      wire: row.wire,
+      signature: row.signature,
+      lastValidBlockHeight: Number(row.last_valid_block_height),
+    };
+    const onChainFailure = async (error: ChainError): Promise<'resign' | 'failed'> => {
       if (error.kind === 'blockhash_expired' && resigns < MAX_RESIGNS_PER_RUN) {
-        await resign(deps, row.id, row.movement_id, row.signature, row.wire);
-        continue;
+        await resign(deps, row.id, row.movement_id, tx);
+        return 'resign';
       }
       if (error.kind === 'program_error' || error.kind === 'invalid_transaction') {
         await reverse(deps, row.id, row.movement_id, {
@@ -59,40 +61,76 @@ export async function settlePayment(
         return 'failed';
       }
       throw error;
+    };
+
+    if (row.status === 'signed') {
+      const [sendError] = await sendWires(deps.rpc, [tx], {
+        skipPreflight: false,
+        preflightCommitment: 'confirmed',
+      });
+      // Already processed: an earlier run sent it. Blockhash unknown: it may have landed long ago;
+      // the watcher's history-wide look decides. Anything else is the simulation's verdict.
+      if (sendError && !isAlreadyProcessed(sendError) && sendError.kind !== 'blockhash_expired') {
+        if ((await onChainFailure(sendError)) === 'failed') return 'failed';
+        continue;
+      }
+      const processed = await deps.watcher.watch(tx, 'processed');
+      if (processed.ok) {
+        await deps.db
+          .updateTable('chain_transactions')
+          .set({ status: 'sent', slot: BigInt(processed.slot), updated_at: new Date() })
+          .where('id', '=', row.id)
+          .where('status', '=', 'signed')
+          .where('signature', '=', tx.signature)
+          .execute();
+        await hooks.onSent?.(tx.signature);
+      } else if (processed.error.kind === 'blockhash_expired' || processed.error.retryable) {
+        if ((await onChainFailure(processed.error)) === 'failed') return 'failed';
+        continue;
+      }
+      // A failure seen at 'processed' may be a fork's: only 'confirmed' decides a reversal.
     }
+
+    const confirmed = await deps.watcher.watch(tx, 'confirmed');
+    if (confirmed.ok) {
+      await confirmOutboxPayment(deps.db, { id: row.id, signature: tx.signature, slot: confirmed.slot });
+      return 'confirmed';
+    }
+    if ((await onChainFailure(confirmed.error)) === 'failed') return 'failed';
   }
 }
 
-async function resign(
-  deps: WritePathDeps,
-  rowId: string,
-  movementId: string,
-  oldSignature: string,
-  wire: Buffer,
-) {
+async function resign(deps: WritePathDeps, rowId: string, movementId: string, old: SignedForSend) {
   const platform = await deps.bootstrapChain();
   const payer = (await movementLegs(deps.db, movementId)).find(
     (leg) => leg.amountMicro < 0n && leg.account.kind === 'user',
   );
   if (!payer || payer.account.kind !== 'user') throw new Error(`movement ${movementId} has no paying user`);
   const signer = await walletSigner(deps.db, deps.keystore, payer.account.accountId);
-  const fresh = await resignPayment(deps.rpc, wire, [platform.signers.fee_payer, signer]);
-  // Guarded by the old signature: two workers racing re-sign once.
+  const fresh = await resignPayment(deps.rpc, old.wire, [platform.signers.fee_payer, signer]);
+  // Guarded by the old signature: two workers racing re-sign once. The old signature is kept:
+  // the indexer proves it never landed.
   await deps.db
     .updateTable('chain_transactions')
     .set((eb) => ({
+      status: 'signed',
       signature: fresh.signature,
       wire: fresh.wire,
       blockhash: fresh.blockhash,
       last_valid_block_height: BigInt(fresh.lastValidBlockHeight),
       attempts: eb('attempts', '+', 1),
+      replaced_signatures: eb.fn('array_append', ['replaced_signatures', eb.val(old.signature)]),
       updated_at: new Date(),
     }))
     .where('id', '=', rowId)
-    .where('signature', '=', oldSignature)
+    .where('signature', '=', old.signature)
     .execute();
 }
 
+/**
+ * Failed on chain: nothing moved there, so the ledger movement is undone. Its credits were held
+ * (never spendable), so taking them back cannot fail for a recipient who spent money meanwhile.
+ */
 async function reverse(
   deps: WritePathDeps,
   rowId: string,
@@ -104,7 +142,7 @@ async function reverse(
       .updateTable('chain_transactions')
       .set({ status: 'failed', error: JSON.stringify(failure), updated_at: new Date() })
       .where('id', '=', rowId)
-      .where('status', '=', 'signed')
+      .where('status', 'in', ['signed', 'sent'])
       .executeTakeFirst();
     if (marked.numUpdatedRows === 0n) return; // another worker settled it
     const legs = await movementLegs(trx, movementId);
@@ -113,6 +151,7 @@ async function reverse(
       legs: reversalLegs(legs),
       reverses: movementId,
       idempotencyKey: `reversal:${movementId}`,
+      pending: 'unhold',
     });
   });
 }

@@ -25,6 +25,8 @@ export interface AccountStats {
 /** Balances in micro-USD (bigint); zero until the ledger moves money. */
 export interface AccountMoney {
   availableMicro: bigint;
+  /** Credits whose chain transaction has not confirmed yet: not spendable until it does. */
+  pendingMicro: bigint;
   totalEarnedMicro: bigint;
   totalSpentMicro: bigint;
 }

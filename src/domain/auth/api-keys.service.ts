@@ -22,6 +22,7 @@ export interface StoredApiKey extends ApiKeyInfo {
   hash: Buffer;
   accountRole: AccountRole;
   accountHandle: string;
+  accountWallet: string | null;
 }
 
 export interface ApiKeyStore {
@@ -46,6 +47,8 @@ export interface ApiKeyStore {
 export interface Viewer {
   accountId: string;
   handle: string;
+  /** The account's custodial wallet (null only while it is being provisioned). */
+  walletAddress: string | null;
   role: AccountRole;
   keyId: string;
   scopes: ReadonlySet<Scope>;
@@ -115,6 +118,7 @@ export async function authenticate(store: ApiKeyStore, authorization: string | u
   return {
     accountId: stored.accountId,
     handle: stored.accountHandle,
+    walletAddress: stored.accountWallet,
     role: stored.accountRole,
     keyId: stored.id,
     scopes: new Set(stored.scopes),

@@ -11,6 +11,13 @@ export interface MovementInput {
   idempotencyKey?: string;
   /** The movement this one undoes (an on-chain failure); at most one reversal per movement. */
   reverses?: string;
+  /**
+   * How the legs touch `pending` (money waiting for its chain transaction to confirm):
+   * - `hold`: the credits go to `pending`, not to the spendable balance (a payment just signed);
+   * - `unhold`: the debits come out of `pending` (the reversal of a held payment that failed).
+   * Unset: every leg moves the spendable balance (a deposit already on chain).
+   */
+  pending?: 'hold' | 'unhold';
 }
 
 export interface LedgerStore {

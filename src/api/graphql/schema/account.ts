@@ -125,6 +125,12 @@ ViewerRef.implement({
       description: 'Available balance.',
       resolve: async (account, _args, ctx) => (await moneyOf(ctx, account.id)).availableMicro,
     }),
+    pendingUsdc: t.field({
+      type: 'MicroUsd',
+      description:
+        'Credits (engagement shares, sends received) whose chain transaction has not confirmed yet; spendable once it does, gone if it fails.',
+      resolve: async (account, _args, ctx) => (await moneyOf(ctx, account.id)).pendingMicro,
+    }),
     totalEarned: t.field({
       type: 'MicroUsd',
       resolve: async (account, _args, ctx) => (await moneyOf(ctx, account.id)).totalEarnedMicro,

@@ -2,21 +2,31 @@ import { createPaidPost, type CreatedPost } from '../../../app/write-path/create
 import { setLike } from '../../../app/write-path/like-post.js';
 import { repostPost, type CreatedRepost } from '../../../app/write-path/repost-post.js';
 import type { LikeState } from '../../../domain/posts/engagement-rules.js';
-import { awaitPayment } from '../../rest/await-payment.js';
+import { awaitPayment, type AwaitedPayment } from '../../../app/write-path/await-payment.js';
 import { builder } from '../builder.js';
 import { spendFor } from '../rate-limits.js';
 
 /*
  * The write mutations: the same service functions and the same payment wait as their REST twins
  * (POST /posts, POST /posts/{id}/repost, POST|DELETE /posts/{id}/like), with the same scopes and
- * rate-limit buckets. Money is a string-serialised MicroUsd; `status` says whether the chain
- * confirmed within WRITE_TIMEOUT_MS.
+ * rate-limit buckets. Money is a string-serialised MicroUsd; `status` says how far the payment
+ * had got within WRITE_TIMEOUT_MS.
  */
 
 const PaymentStatus = builder.enumType('PaymentStatus', {
+  description: 'How far the USDC payment had got when the mutation answered.',
   values: {
+    SENT: {
+      value: 'sent',
+      description:
+        'Executed by the cluster (commitment processed); the worker follows it to confirmed, and its credits become spendable then.',
+    },
     CONFIRMED: { value: 'confirmed', description: 'Confirmed on chain.' },
-    PENDING: { value: 'pending', description: 'Not confirmed within WRITE_TIMEOUT_MS; it goes on.' },
+    FINALIZED: { value: 'finalized', description: 'Finalized on chain.' },
+    PENDING: {
+      value: 'pending',
+      description: 'Not executed within WRITE_TIMEOUT_MS; the worker goes on (the swapTx is already known).',
+    },
   } as const,
 });
 
@@ -24,7 +34,7 @@ const PostTypeEnum = builder.enumType('PostType', {
   values: { POST: { value: 'post' }, REPLY: { value: 'reply' }, QUOTE: { value: 'quote' } } as const,
 });
 
-type Paid<T> = T & { status: 'confirmed' | 'pending'; landedSwapTx: string };
+type Paid<T> = T & { status: AwaitedPayment['settled']; landedSwapTx: string };
 
 const PaidPost = builder.objectRef<Paid<CreatedPost>>('PaidPost').implement({
   description: 'A post, reply or quote just paid for ($1).',

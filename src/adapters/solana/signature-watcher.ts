@@ -1,0 +1,286 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ChainError, classifyRpcFailure } from './chain-errors.js';
+import {
+  MAX_SIGNATURES_PER_STATUS_CALL,
+  type Commitment,
+  type RpcClient,
+  type SendOptions,
+  type SignatureStatus,
+} from './rpc-client.js';
+
+/**
+ * One poller for every transaction a process is waiting on. Each `watch` joins a shared set; one
+ * loop reads all their statuses with getSignatureStatuses (256 per call) every `pollMs`, re-sends
+ * the bytes of those not seen yet every `resendMs`, and reads the block height once a second to
+ * detect expiry. A payments worker with hundreds of payments in flight so makes a few RPC calls
+ * per poll instead of hundreds.
+ *
+ * Invariant the outbox relies on: `blockhash_expired` is reported only when the transaction has not
+ * landed and never can (block height past its lastValidBlockHeight, and a history-wide status
+ * lookup finds nothing), so re-signing it with a new blockhash cannot pay twice.
+ */
+
+export interface SignedForSend {
+  /** The exact signed bytes; re-sends repeat them, and the chain dedupes by signature. */
+  readonly wire: Buffer;
+  /** base58 of the first signature. */
+  readonly signature: string;
+  /** From getLatestBlockhash with the blockhash the transaction was signed over. */
+  readonly lastValidBlockHeight: number;
+}
+
+export interface Confirmed {
+  readonly signature: string;
+  readonly slot: number;
+}
+
+export type ConfirmOutcome =
+  | ({ readonly ok: true } & Confirmed)
+  | { readonly ok: false; readonly signature: string; readonly error: ChainError };
+
+export interface WatcherOptions {
+  /** Between two status polls, in ms. @defaultValue 100 */
+  readonly pollMs?: number;
+  /** Re-send the bytes of a transaction not seen yet (validators drop under load). @defaultValue true */
+  readonly resend?: boolean;
+  /** Between two re-sends of one transaction, in ms. @defaultValue 2_000 */
+  readonly resendMs?: number;
+}
+
+export interface SignatureWatcher {
+  /**
+   * Resolves once the transaction (already sent) reaches `commitment`, successful or failed on
+   * chain; or with `blockhash_expired` when it can no longer land; or with the RPC failure that
+   * lasted past the grace period. Never rejects.
+   */
+  watch(item: SignedForSend, commitment: Commitment): Promise<ConfirmOutcome>;
+  /** How many transactions are being watched now. */
+  readonly size: number;
+  /** Settles every watch still open with an `rpc_unavailable` failure and stops polling. */
+  close(): void;
+}
+
+/** How often block height is read to detect expiry, in ms; expiry takes ~60 s, so 1 s late is fine. */
+const HEIGHT_CHECK_MS = 1_000;
+/** How long polling rides out retryable RPC failures before failing every watch, in ms. */
+const TRANSIENT_FAILURE_GRACE_MS = 15_000;
+/** Body budget of one batched send: a validator refuses request bodies over 50 KiB. */
+const MAX_SEND_BATCH_BYTES = 40_000;
+/** JSON-RPC envelope around one base64 transaction in a batch, in bytes (generous). */
+const SEND_CALL_OVERHEAD_BYTES = 160;
+
+const RANK: Readonly<Record<Commitment, number>> = { processed: 0, confirmed: 1, finalized: 2 };
+
+interface Watch {
+  readonly item: SignedForSend;
+  readonly commitment: Commitment;
+  readonly settle: (outcome: ConfirmOutcome) => void;
+  lastSentAt: number;
+}
+
+export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions = {}): SignatureWatcher {
+  const { pollMs = 100, resend = true, resendMs = 2_000 } = options;
+  const watches = new Set<Watch>();
+  let polling = false;
+  let closed = false;
+
+  const finish = (watch: Watch, outcome: ConfirmOutcome) => {
+    if (watches.delete(watch)) watch.settle(outcome);
+  };
+
+  /** A landed transaction counts once its status reaches the watch's commitment, failures included. */
+  const settleStatus = (watch: Watch, status: SignatureStatus) => {
+    if (RANK[status.confirmationStatus] < RANK[watch.commitment]) return;
+    const { signature } = watch.item;
+    finish(
+      watch,
+      status.err === null
+        ? { ok: true, signature, slot: status.slot }
+        : failure(
+            watch.item,
+            classifyRpcFailure({ source: 'status', err: status.err }, `transaction ${signature}`),
+          ),
+    );
+  };
+
+  /** Last look, history-wide, before calling watches expired: anything found there is settled normally. */
+  const settleExpired = async (expired: readonly Watch[]) => {
+    if (expired.length === 0) return;
+    const statuses = await statusesOf(
+      rpc,
+      expired.map((w) => w.item.signature),
+      true,
+    );
+    expired.forEach((watch, k) => {
+      const status = statuses[k] ?? null;
+      if (status !== null) return settleStatus(watch, status);
+      const { signature, lastValidBlockHeight } = watch.item;
+      finish(
+        watch,
+        failure(
+          watch.item,
+          new ChainError(
+            'blockhash_expired',
+            `transaction ${signature} expired unlanded (block height passed ${lastValidBlockHeight}); re-sign it with a new blockhash`,
+          ),
+        ),
+      );
+    });
+  };
+
+  const poll = async () => {
+    polling = true;
+    let nextHeightAt = 0;
+    let lastSuccessAt = Date.now();
+    let waitMs = pollMs;
+    try {
+      while (watches.size > 0 && !closed) {
+        await sleep(waitMs);
+        waitMs = pollMs;
+        const round = [...watches];
+        if (round.length === 0) continue;
+        try {
+          // Height is read before statuses: if it is past lastValidBlockHeight and the status read
+          // afterwards is still empty, the transaction can no longer land.
+          let height: number | undefined;
+          if (Date.now() >= nextHeightAt) {
+            height = await rpc.getBlockHeight('confirmed');
+            nextHeightAt = Date.now() + HEIGHT_CHECK_MS;
+          }
+          const statuses = await statusesOf(
+            rpc,
+            round.map((w) => w.item.signature),
+            false,
+          );
+          lastSuccessAt = Date.now();
+          const expired: Watch[] = [];
+          round.forEach((watch, k) => {
+            const status = statuses[k] ?? null;
+            if (status !== null) settleStatus(watch, status);
+            else if (height !== undefined && height > watch.item.lastValidBlockHeight) expired.push(watch);
+          });
+          await settleExpired(expired);
+        } catch (error) {
+          const chainError =
+            error instanceof ChainError
+              ? error
+              : new ChainError('rpc_unavailable', `status polling failed: ${String(error)}`, {
+                  cause: error,
+                });
+          if (!chainError.retryable || Date.now() - lastSuccessAt > TRANSIENT_FAILURE_GRACE_MS) {
+            for (const watch of round) finish(watch, failure(watch.item, chainError));
+          } else if (chainError.retryAfterSeconds !== undefined) {
+            waitMs = Math.max(pollMs, chainError.retryAfterSeconds * 1000);
+          }
+        }
+        if (!resend) continue;
+        const now = Date.now();
+        const stale = [...watches].filter((w) => now - w.lastSentAt >= resendMs);
+        if (stale.length === 0) continue;
+        for (const watch of stale) watch.lastSentAt = now;
+        // Re-sends skip preflight (the first send already simulated) and their errors are ignored:
+        // polling alone decides each outcome.
+        await sendWires(
+          rpc,
+          stale.map((w) => w.item),
+          { skipPreflight: true, preflightCommitment: 'confirmed' },
+        ).catch(() => []);
+      }
+    } finally {
+      polling = false;
+    }
+  };
+
+  return {
+    watch: (item, commitment) =>
+      new Promise<ConfirmOutcome>((settle) => {
+        if (closed) {
+          settle(failure(item, new ChainError('rpc_unavailable', 'the signature watcher is closed')));
+          return;
+        }
+        watches.add({ item, commitment, settle, lastSentAt: Date.now() });
+        if (!polling) void poll();
+      }),
+    get size() {
+      return watches.size;
+    },
+    close: () => {
+      closed = true;
+      const error = new ChainError('rpc_unavailable', 'the signature watcher was closed while waiting');
+      for (const watch of [...watches]) finish(watch, failure(watch.item, error));
+    },
+  };
+}
+
+/** getSignatureStatuses for any number of signatures: chunks of 256, in parallel. */
+async function statusesOf(
+  rpc: RpcClient,
+  signatures: readonly string[],
+  searchTransactionHistory: boolean,
+): Promise<Array<SignatureStatus | null>> {
+  const chunks: string[][] = [];
+  for (let from = 0; from < signatures.length; from += MAX_SIGNATURES_PER_STATUS_CALL) {
+    chunks.push(signatures.slice(from, from + MAX_SIGNATURES_PER_STATUS_CALL));
+  }
+  const answers = await Promise.all(
+    chunks.map((chunk) =>
+      rpc.getSignatureStatuses(chunk, searchTransactionHistory ? { searchTransactionHistory } : undefined),
+    ),
+  );
+  return answers.flat();
+}
+
+function failure(item: SignedForSend, error: ChainError): ConfirmOutcome {
+  return { ok: false, signature: item.signature, error };
+}
+
+/**
+ * Sends every wire, grouping them into batches under the request body limit. Returns one entry per
+ * item: null when the node accepted it, else the ChainError of that item (or of its whole batch).
+ */
+export async function sendWires(
+  rpc: RpcClient,
+  items: readonly SignedForSend[],
+  options: SendOptions,
+): Promise<Array<ChainError | null>> {
+  const groups: SignedForSend[][] = [];
+  let group: SignedForSend[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = Math.ceil(item.wire.length / 3) * 4 + SEND_CALL_OVERHEAD_BYTES;
+    if (group.length > 0 && bytes + size > MAX_SEND_BATCH_BYTES) {
+      groups.push(group);
+      group = [];
+      bytes = 0;
+    }
+    group.push(item);
+    bytes += size;
+  }
+  if (group.length > 0) groups.push(group);
+
+  const config = { encoding: 'base64', ...options };
+  const answers = await Promise.all(
+    groups.map(async (members): Promise<Array<ChainError | null>> => {
+      try {
+        const [only] = members;
+        if (only && members.length === 1) {
+          await rpc.sendTransaction(only.wire, options);
+          return [null];
+        }
+        const results = await rpc.batch<string>(
+          members.map((m) => ({ method: 'sendTransaction', params: [m.wire.toString('base64'), config] })),
+        );
+        return results.map((r) => ('error' in r ? r.error : null));
+      } catch (error) {
+        if (!(error instanceof ChainError)) throw error;
+        return members.map(() => error);
+      }
+    }),
+  );
+  return answers.flat();
+}
+
+/** Preflight of a transaction that already landed: it is on chain, so wait for its status. */
+export function isAlreadyProcessed(error: ChainError): boolean {
+  return error.kind === 'program_error' && error.err === 'AlreadyProcessed';
+}

@@ -1,0 +1,31 @@
+import { PublicKey } from '@solana/web3.js';
+import { associatedTokenAccount, type PlatformChain } from '../../src/adapters/solana/index.js';
+import type { App } from '../../src/app/app.js';
+import type { AccountMoney } from '../../src/domain/accounts/account.js';
+import { paymentsSettled } from './settled.js';
+
+/**
+ * Balances as a test asserts them: after every payment in flight has settled (a 201 answers when
+ * the cluster executed the payment; the ledger releases its credits at confirmation).
+ */
+export async function settledMoney(app: App, accountId: string): Promise<AccountMoney> {
+  await paymentsSettled(app.db);
+  return app.ledger.money(accountId);
+}
+
+/** The owner's USDC on chain, in micro-USD, once every payment in flight has settled. */
+export async function onChainUsdc(
+  app: App,
+  platform: PlatformChain,
+  owner: string | PublicKey,
+): Promise<bigint> {
+  await paymentsSettled(app.db);
+  const ata = associatedTokenAccount(
+    platform.usdcMint,
+    typeof owner === 'string' ? new PublicKey(owner) : owner,
+  );
+  const { value } = await app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
+    ata.toBase58(),
+  ]);
+  return BigInt(value.amount);
+}

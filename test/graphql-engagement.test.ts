@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { fundUsdc } from '../src/adapters/solana/index.js';
 import { buildServer } from '../src/api/server.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import type { Scope } from '../src/domain/auth/api-key.js';
@@ -9,6 +8,7 @@ import { processorsFor } from '../workers/processors.js';
 import type { RunningRole } from '../workers/role.js';
 import { startWorkerRole } from '../workers/worker.role.js';
 import { settledMoney } from './support/balances.js';
+import { depositUsdc } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -32,20 +32,7 @@ afterAll(async () => {
 async function funded(handle: string, micro: bigint, scopes?: Scope[]) {
   const account = await createAccount(env.app, { handle });
   const { key } = await createApiKey(env.app.apiKeys, account.id, scopes);
-  const { signature } = await fundUsdc(
-    env.app.rpc,
-    await env.app.bootstrapChain(),
-    account.walletAddress,
-    micro,
-  );
-  await env.app.ledger.record({
-    kind: 'deposit',
-    idempotencyKey: `deposit:${signature}`,
-    legs: [
-      { account: { kind: 'external' }, amountMicro: -micro, counts: 'none' },
-      { account: { kind: 'user', accountId: account.id }, amountMicro: micro, counts: 'none' },
-    ],
-  });
+  await depositUsdc(env.app, await env.app.bootstrapChain(), account, micro);
   return { account, key };
 }
 
@@ -116,5 +103,42 @@ describe('GraphQL write mutations', () => {
     const poor = await funded('gql_poor', 1n);
     const broke = await gql(poor.key, 'mutation { createPost(input: { content: "x", type: POST }) { id } }');
     expect(broke.errors?.[0]?.extensions.code).toBe('INSUFFICIENT_FUNDS');
+  });
+
+  test('send moves USDC like POST /send: exact amounts, memo, refusals as on REST', async () => {
+    const alice = await funded('gql_alice', 3_000_000n);
+    const bob = await funded('gql_bob', 1n);
+    const sent = await gql(
+      alice.key,
+      'mutation ($input: SendInput!) { send(input: $input) { id from to amountUsdMicro memo swapTx status createdAt } }',
+      { input: { toHandle: 'gql_bob', amountUsd: '1.25', memo: 'coffee' } },
+    );
+    expect(sent.errors).toBeUndefined();
+    expect(sent.data.send).toMatchObject({
+      from: 'gql_alice',
+      to: 'gql_bob',
+      amountUsdMicro: '1250000',
+      memo: 'coffee',
+    });
+    expect(['SENT', 'CONFIRMED']).toContain(sent.data.send.status);
+    expect(await settledMoney(env.app, bob.account.id)).toMatchObject({
+      availableMicro: 1_250_001n,
+      pendingMicro: 0n,
+    });
+    expect((await settledMoney(env.app, alice.account.id)).availableMicro).toBe(1_750_000n);
+
+    const tooMuch = await gql(alice.key, 'mutation ($input: SendInput!) { send(input: $input) { id } }', {
+      input: { toHandle: 'gql_bob', amountUsd: '5' },
+    });
+    expect(tooMuch.errors?.[0]?.extensions.code).toBe('INSUFFICIENT_FUNDS');
+    const toSelf = await gql(alice.key, 'mutation ($input: SendInput!) { send(input: $input) { id } }', {
+      input: { toHandle: 'gql_alice', amountUsd: '1' },
+    });
+    expect(toSelf.errors?.[0]?.extensions.code).toBe('BAD_USER_INPUT');
+    const nobody = await gql(alice.key, 'mutation ($input: SendInput!) { send(input: $input) { id } }', {
+      input: { toHandle: 'gql_nobody', amountUsd: '1' },
+    });
+    expect(nobody.errors?.[0]?.extensions.code).toBe('NOT_FOUND');
+    expect((await settledMoney(env.app, alice.account.id)).availableMicro).toBe(1_750_000n);
   });
 });

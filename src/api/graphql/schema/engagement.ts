@@ -1,6 +1,7 @@
 import { createPaidPost, type CreatedPost } from '../../../app/write-path/create-post.js';
 import { setLike } from '../../../app/write-path/like-post.js';
 import { repostPost, type CreatedRepost } from '../../../app/write-path/repost-post.js';
+import { sendUsdc, type CreatedSend } from '../../../app/write-path/send-usdc.js';
 import type { LikeState } from '../../../domain/posts/engagement-rules.js';
 import { awaitPayment, type AwaitedPayment } from '../../../app/write-path/await-payment.js';
 import { builder } from '../builder.js';
@@ -8,7 +9,7 @@ import { spendFor } from '../rate-limits.js';
 
 /*
  * The write mutations: the same service functions and the same payment wait as their REST twins
- * (POST /posts, POST /posts/{id}/repost, POST|DELETE /posts/{id}/like), with the same scopes and
+ * (POST /posts, POST /posts/{id}/repost, POST /send, POST|DELETE /posts/{id}/like), with the same scopes and
  * rate-limit buckets. Money is a string-serialised MicroUsd; `status` says how far the payment
  * had got within WRITE_TIMEOUT_MS.
  */
@@ -62,6 +63,32 @@ const PaidRepost = builder.objectRef<Paid<CreatedRepost>>('PaidRepost').implemen
   }),
 });
 
+const PaidSend = builder.objectRef<Paid<CreatedSend>>('PaidSend').implement({
+  description: 'USDC just sent to another account.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    from: t.exposeString('fromHandle', { description: 'Handle of the sender.' }),
+    to: t.exposeString('toHandle', { description: 'Handle of the recipient.' }),
+    amountUsdMicro: t.field({ type: 'MicroUsd', resolve: (send) => send.amountMicro }),
+    memo: t.exposeString('memo', { nullable: true }),
+    swapTx: t.string({ resolve: (send) => send.landedSwapTx }),
+    status: t.field({ type: PaymentStatus, resolve: (send) => send.status }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
+const SendInput = builder.inputType('SendInput', {
+  fields: (t) => ({
+    toHandle: t.string({ required: true }),
+    amountUsd: t.string({
+      required: true,
+      description:
+        'Decimal dollars as a string, read exactly ("1.25"): at least 0.01, at most 6 decimals, at most the available balance.',
+    }),
+    memo: t.string({ description: 'At most 200 characters; goes on chain and into both histories.' }),
+  }),
+});
+
 const LikeResult = builder.objectRef<LikeState>('LikeResult').implement({
   fields: (t) => ({
     liked: t.exposeBoolean('liked'),
@@ -104,6 +131,22 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { postId }, ctx) => {
       await spendFor(ctx, 'repost');
       const created = await repostPost(ctx.deps, ctx.viewer!.accountId, String(postId));
+      const { settled, swapTx } = await awaitPayment(ctx.deps, created.chainTransactionId);
+      return { ...created, status: settled, landedSwapTx: swapTx };
+    },
+  }),
+  send: t.field({
+    type: PaidSend,
+    description: 'Send USDC to another account (the twin of POST /send). Needs `send`.',
+    authScopes: { send: true },
+    args: { input: t.arg({ type: SendInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      await spendFor(ctx, 'send');
+      const created = await sendUsdc(ctx.deps, ctx.viewer!.accountId, {
+        to_handle: input.toHandle,
+        amount_usd: input.amountUsd,
+        ...(input.memo !== null && input.memo !== undefined ? { memo: input.memo } : {}),
+      });
       const { settled, swapTx } = await awaitPayment(ctx.deps, created.chainTransactionId);
       return { ...created, status: settled, landedSwapTx: swapTx };
     },

@@ -47,7 +47,9 @@ function expectShape(value: unknown, shape: Record<string, JsonType | JsonType[]
           return typeof actual === 'string' && ISO_8601.test(actual);
         case 'signature':
           return typeof actual === 'string' && BASE58_SIGNATURE.test(actual);
-        default:
+        case 'string':
+        case 'number':
+        case 'boolean':
           return typeof actual === type;
       }
     });

@@ -1,86 +1,47 @@
-import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { PlatformChain } from '../src/adapters/solana/index.js';
-import { buildServer } from '../src/api/server.js';
-import type { Account } from '../src/domain/accounts/account.js';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import type { Scope } from '../src/domain/auth/api-key.js';
-import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { processorsFor } from '../workers/processors.js';
-import type { RunningRole } from '../workers/role.js';
-import { startWorkerRole } from '../workers/worker.role.js';
-import { depositUsdc } from './support/deposit.js';
 import { onChainUsdc as onChainUsdcOf, settledMoney } from './support/balances.js';
-import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 
-let env: TestEnv;
-let server: FastifyInstance;
-let worker: RunningRole;
-let base: string;
-let platform: PlatformChain;
-
-interface Member {
-  account: Account;
-  key: string;
-}
+let h: ServiceHarness;
 
 beforeAll(async () => {
   // Limits off: the race test sends several reposts at once from one account.
-  env = await openTestEnv({ RATE_LIMIT_MULTIPLIER: '0' }, { chain: true });
-  platform = await env.app.bootstrapChain();
-  server = await buildServer(env.app);
-  base = await server.listen({ port: 0, host: '127.0.0.1' });
-  worker = await startWorkerRole(env.app, processorsFor(env.app));
+  h = await openServiceHarness({ RATE_LIMIT_MULTIPLIER: '0' });
 });
 afterAll(async () => {
-  await worker?.stop();
-  await server?.close();
-  await env?.close();
+  await h?.close();
 });
 
+/** Every member of this file, for the final ledger = chain check. */
 const members: Member[] = [];
 
 async function member(handle: string, usdMicro: bigint, scopes?: Scope[]): Promise<Member> {
-  const account = await createAccount(env.app, { handle });
-  const { key } = await createApiKey(env.app.apiKeys, account.id, scopes);
-  if (usdMicro > 0n) {
-    await depositUsdc(env.app, platform, account, usdMicro);
-  }
-  const created = { account, key };
+  const created = await h.member(handle, usdMicro, scopes);
   members.push(created);
   return created;
 }
 
-const call = (who: Member, method: 'POST' | 'DELETE', path: string, body?: unknown) =>
-  fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${who.key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
+const repost = (who: Member, postId: string) => h.call(who, 'POST', `/posts/${postId}/repost`);
+const like = (who: Member, postId: string) => h.call(who, 'POST', `/posts/${postId}/like`);
+const unlike = (who: Member, postId: string) => h.call(who, 'DELETE', `/posts/${postId}/like`);
 
-const repost = (who: Member, postId: string) => call(who, 'POST', `/posts/${postId}/repost`);
-const like = (who: Member, postId: string) => call(who, 'POST', `/posts/${postId}/like`);
-const unlike = (who: Member, postId: string) => call(who, 'DELETE', `/posts/${postId}/like`);
+const onChainUsdc = (owner: string | PublicKey) => onChainUsdcOf(h.env.app, h.platform, owner);
 
-const onChainUsdc = (owner: string | PublicKey) => onChainUsdcOf(env.app, platform, owner);
-
-const available = async (who: Member) => (await settledMoney(env.app, who.account.id)).availableMicro;
+const available = async (who: Member) => (await settledMoney(h.env.app, who.account.id)).availableMicro;
 
 async function legSum(): Promise<string | undefined> {
   const { rows } = await sql<{
     total: string;
-  }>`SELECT coalesce(sum(amount), 0)::text AS total FROM ledger_legs`.execute(env.app.db);
+  }>`SELECT coalesce(sum(amount), 0)::text AS total FROM ledger_legs`.execute(h.env.app.db);
   return rows[0]?.total;
 }
 
 const repostMovements = async (who: Member) =>
   (
-    await env.app.db
+    await h.env.app.db
       .selectFrom('reposts')
       .select('movement_id')
       .where('reposter_id', '=', who.account.id)
@@ -97,13 +58,13 @@ describe('reposts and likes through the REST API', () => {
   beforeAll(async () => {
     author = await member('rl_author', 2_000_000n);
     reposter = await member('rl_reposter', 3_000_000n);
-    const response = await call(author, 'POST', '/posts', { type: 'post', content: 'repost me' });
+    const response = await h.call(author, 'POST', '/posts', { type: 'post', content: 'repost me' });
     expect(response.status).toBe(201);
     postId = ((await response.json()) as { id: string }).id;
   });
 
   test('a repost costs $1, answers exactly the Repost object, and pays the author 50% on chain', async () => {
-    const treasuryBefore = await onChainUsdc(platform.signers.treasury.publicKey);
+    const treasuryBefore = await onChainUsdc(h.platform.signers.treasury.publicKey);
     const response = await repost(reposter, postId);
     expect(response.status).toBe(201);
     const body = (await response.json()) as Record<string, unknown>;
@@ -114,23 +75,23 @@ describe('reposts and likes through the REST API', () => {
       swap_tx: expect.stringMatching(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/),
     });
     expect(body.id).not.toBe(postId);
-    const [status] = await env.app.rpc.getSignatureStatuses([body.swap_tx as string]);
+    const [status] = await h.env.app.rpc.getSignatureStatuses([body.swap_tx as string]);
     expect(status?.err).toBeNull();
     expect(['confirmed', 'finalized']).toContain(status?.confirmationStatus);
 
     expect(await onChainUsdc(reposter.account.walletAddress)).toBe(2_000_000n);
     expect(await onChainUsdc(author.account.walletAddress)).toBe(1_500_000n);
-    expect((await onChainUsdc(platform.signers.treasury.publicKey)) - treasuryBefore).toBe(500_000n);
-    expect(await settledMoney(env.app, author.account.id)).toMatchObject({
+    expect((await onChainUsdc(h.platform.signers.treasury.publicKey)) - treasuryBefore).toBe(500_000n);
+    expect(await settledMoney(h.env.app, author.account.id)).toMatchObject({
       availableMicro: 1_500_000n,
       totalEarnedMicro: 500_000n,
     });
-    expect(await settledMoney(env.app, reposter.account.id)).toMatchObject({
+    expect(await settledMoney(h.env.app, reposter.account.id)).toMatchObject({
       availableMicro: 2_000_000n,
       totalSpentMicro: 1_000_000n,
     });
 
-    const row = await env.app.db
+    const row = await h.env.app.db
       .selectFrom('reposts')
       .innerJoin('ledger_movements', 'ledger_movements.id', 'reposts.movement_id')
       .innerJoin('chain_transactions', 'chain_transactions.movement_id', 'reposts.movement_id')
@@ -138,7 +99,7 @@ describe('reposts and likes through the REST API', () => {
       .where('reposts.id', '=', body.id as string)
       .executeTakeFirstOrThrow();
     expect(row).toEqual({ id: body.id, kind: 'repost', signature: body.swap_tx });
-    const events = await env.app.db
+    const events = await h.env.app.db
       .selectFrom('domain_events')
       .select(['type', 'actor_id', 'amount_micro'])
       .where('type', '=', 'post.reposted')
@@ -152,13 +113,13 @@ describe('reposts and likes through the REST API', () => {
   test('reposting the same post again is 409 and charges nothing', async () => {
     const ledgerBefore = await available(reposter);
     const chainBefore = await onChainUsdc(reposter.account.walletAddress);
-    const outboxBefore = await env.app.db.selectFrom('chain_transactions').select('id').execute();
+    const outboxBefore = await h.env.app.db.selectFrom('chain_transactions').select('id').execute();
     const response = await repost(reposter, postId);
     expect(response.status).toBe(409);
     expect(await response.json()).toEqual({ error: 'conflict', message: expect.stringMatching(/already/) });
     expect(await available(reposter)).toBe(ledgerBefore);
     expect(await onChainUsdc(reposter.account.walletAddress)).toBe(chainBefore);
-    expect(await env.app.db.selectFrom('chain_transactions').select('id').execute()).toHaveLength(
+    expect(await h.env.app.db.selectFrom('chain_transactions').select('id').execute()).toHaveLength(
       outboxBefore.length,
     );
     expect(await repostMovements(reposter)).toBe(1);
@@ -176,20 +137,20 @@ describe('reposts and likes through the REST API', () => {
     const { rows } = await sql<{ n: string }>`
       SELECT count(*)::text AS n FROM ledger_legs l
       JOIN ledger_accounts a ON a.id = l.ledger_account_id
-      WHERE a.account_id = ${racer.account.id} AND l.amount < 0`.execute(env.app.db);
+      WHERE a.account_id = ${racer.account.id} AND l.amount < 0`.execute(h.env.app.db);
     expect(rows[0]?.n).toBe('1');
   });
 
   test("reposting one's own post pays the whole dollar to the treasury", async () => {
-    const before = await settledMoney(env.app, author.account.id);
-    const treasuryBefore = await onChainUsdc(platform.signers.treasury.publicKey);
+    const before = await settledMoney(h.env.app, author.account.id);
+    const treasuryBefore = await onChainUsdc(h.platform.signers.treasury.publicKey);
     const response = await repost(author, postId);
     expect(response.status).toBe(201);
-    expect(await settledMoney(env.app, author.account.id)).toMatchObject({
+    expect(await settledMoney(h.env.app, author.account.id)).toMatchObject({
       availableMicro: before.availableMicro - 1_000_000n,
       totalEarnedMicro: before.totalEarnedMicro,
     });
-    expect((await onChainUsdc(platform.signers.treasury.publicKey)) - treasuryBefore).toBe(1_000_000n);
+    expect((await onChainUsdc(h.platform.signers.treasury.publicKey)) - treasuryBefore).toBe(1_000_000n);
   });
 
   test('a repost without the money is 402 and leaves no repost', async () => {
@@ -230,7 +191,7 @@ describe('reposts and likes through the REST API', () => {
     await expectState(await unlike(fan, postId), false, 1);
     await expectState(await like(fan, postId), true, 2);
 
-    const events = await env.app.db
+    const events = await h.env.app.db
       .selectFrom('domain_events')
       .select('type')
       .where('actor_id', '=', fan.account.id)
@@ -238,7 +199,7 @@ describe('reposts and likes through the REST API', () => {
       .orderBy('occurred_at')
       .execute();
     expect(events.map((e) => e.type).sort()).toEqual(['post.liked', 'post.liked', 'post.unliked']);
-    expect((await settledMoney(env.app, fan.account.id)).totalSpentMicro).toBe(0n);
+    expect((await settledMoney(h.env.app, fan.account.id)).totalSpentMicro).toBe(0n);
   });
 
   test("a key with only the 'post' scope gets 403 on repost, like and unlike", async () => {

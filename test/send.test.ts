@@ -1,59 +1,22 @@
-import type { FastifyInstance } from 'fastify';
 import { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
-import { buildServer } from '../src/api/server.js';
-import type { Account } from '../src/domain/accounts/account.js';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
-import type { Scope } from '../src/domain/auth/api-key.js';
-import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { processorsFor } from '../workers/processors.js';
-import type { RunningRole } from '../workers/role.js';
-import { startWorkerRole } from '../workers/worker.role.js';
-import { depositUsdc } from './support/deposit.js';
+import { associatedTokenAccount } from '../src/adapters/solana/index.js';
 import { onChainUsdc as onChainUsdcOf, settledMoney } from './support/balances.js';
-import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 
-let env: TestEnv;
-let server: FastifyInstance;
-let worker: RunningRole;
-let base: string;
-let platform: PlatformChain;
-
-interface Member {
-  account: Account;
-  key: string;
-}
+let h: ServiceHarness;
 
 beforeAll(async () => {
   // Limits off: this file sends more than 5 times from one account within a minute.
-  env = await openTestEnv({ RATE_LIMIT_MULTIPLIER: '0' }, { chain: true });
-  platform = await env.app.bootstrapChain();
-  server = await buildServer(env.app);
-  base = await server.listen({ port: 0, host: '127.0.0.1' });
-  worker = await startWorkerRole(env.app, processorsFor(env.app));
+  h = await openServiceHarness({ RATE_LIMIT_MULTIPLIER: '0' });
 });
 afterAll(async () => {
-  await worker?.stop();
-  await server?.close();
-  await env?.close();
+  await h?.close();
 });
 
-async function member(handle: string, usdMicro: bigint, scopes?: Scope[]): Promise<Member> {
-  const account = await createAccount(env.app, { handle });
-  const { key } = await createApiKey(env.app.apiKeys, account.id, scopes);
-  if (usdMicro > 0n) {
-    await depositUsdc(env.app, platform, account, usdMicro);
-  }
-  return { account, key };
-}
-
+/** POST /send; a string body goes verbatim (raw JSON such as `1e-7`, which JSON.stringify never writes). */
 const send = (who: Member, body: unknown) =>
-  fetch(`${base}/api/v1/send`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${who.key}`, 'content-type': 'application/json' },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
+  typeof body === 'string' ? h.callRaw(who, 'POST', '/send', body) : h.call(who, 'POST', '/send', body);
 
 interface HistoryEntry {
   id: string;
@@ -67,24 +30,22 @@ interface HistoryEntry {
 }
 
 async function history(who: Member): Promise<HistoryEntry[]> {
-  const response = await fetch(`${base}/api/v1/me/transactions`, {
-    headers: { authorization: `Bearer ${who.key}` },
-  });
+  const response = await h.call(who, 'GET', '/me/transactions');
   expect(response.status).toBe(200);
   return ((await response.json()) as { transactions: HistoryEntry[] }).transactions;
 }
 
-const onChainUsdc = (owner: string | PublicKey) => onChainUsdcOf(env.app, platform, owner);
+const onChainUsdc = (owner: string | PublicKey) => onChainUsdcOf(h.env.app, h.platform, owner);
 
-const money = (who: Member) => settledMoney(env.app, who.account.id);
+const money = (who: Member) => settledMoney(h.env.app, who.account.id);
 
 describe('POST /api/v1/send', () => {
   let alice: Member;
   let bob: Member;
 
   beforeAll(async () => {
-    alice = await member('send_alice', 5_000_000n);
-    bob = await member('send_bob', 1_000_000n);
+    alice = await h.member('send_alice', 5_000_000n);
+    bob = await h.member('send_bob', 1_000_000n);
   });
 
   test('moves USDC on chain and in the ledger, exactly, and answers the spec shape', async () => {
@@ -99,7 +60,7 @@ describe('POST /api/v1/send', () => {
       swap_tx: expect.stringMatching(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/),
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
     });
-    const [status] = await env.app.rpc.getSignatureStatuses([body.swap_tx as string]);
+    const [status] = await h.env.app.rpc.getSignatureStatuses([body.swap_tx as string]);
     expect(status?.err).toBeNull();
 
     expect(await onChainUsdc(alice.account.walletAddress)).toBe(3_750_000n);
@@ -108,7 +69,7 @@ describe('POST /api/v1/send', () => {
     // A receive is not "earned".
     expect(await money(bob)).toMatchObject({ availableMicro: 2_250_000n, totalEarnedMicro: 0n });
 
-    const row = await env.app.db
+    const row = await h.env.app.db
       .selectFrom('sends')
       .selectAll()
       .where('id', '=', body.id as string)
@@ -119,7 +80,7 @@ describe('POST /api/v1/send', () => {
       amount_micro: 1_250_000n,
       memo: 'lunch',
     });
-    const event = await env.app.db
+    const event = await h.env.app.db
       .selectFrom('domain_events')
       .select(['type', 'actor_id', 'amount_micro'])
       .where('type', '=', 'send.created')
@@ -128,10 +89,10 @@ describe('POST /api/v1/send', () => {
     expect(event.amount_micro).toBe(1_250_000n);
 
     // The memo is on chain, in the transaction's Memo.
-    const signatures = await env.app.rpc.call<Array<{ signature: string; memo: string | null }>>(
+    const signatures = await h.env.app.rpc.call<Array<{ signature: string; memo: string | null }>>(
       'getSignaturesForAddress',
       [
-        associatedTokenAccount(platform.usdcMint, new PublicKey(bob.account.walletAddress)).toBase58(),
+        associatedTokenAccount(h.platform.usdcMint, new PublicKey(bob.account.walletAddress)).toBase58(),
         { limit: 10, commitment: 'confirmed' },
       ],
     );
@@ -221,7 +182,7 @@ describe('POST /api/v1/send', () => {
   });
 
   test("a key without the 'send' scope is 403", async () => {
-    const reader = await member('send_reader', 2_000_000n, ['read', 'post', 'engage']);
+    const reader = await h.member('send_reader', 2_000_000n, ['read', 'post', 'engage']);
     const response = await send(reader, { to_handle: 'send_bob', amount_usd: 1 });
     expect(response.status).toBe(403);
     expect(await response.json()).toEqual({ error: 'forbidden', message: "API key lacks the 'send' scope" });

@@ -1,78 +1,24 @@
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type PlatformChain } from '../src/adapters/solana/index.js';
-import { buildServer } from '../src/api/server.js';
-import type { Account } from '../src/domain/accounts/account.js';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
-import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { processorsFor } from '../workers/processors.js';
-import type { RunningRole } from '../workers/role.js';
-import { startWorkerRole } from '../workers/worker.role.js';
-import { depositUsdc } from './support/deposit.js';
-import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 
-let env: TestEnv;
-let server: FastifyInstance;
-let worker: RunningRole;
-let base: string;
-let platform: PlatformChain;
-
-interface Member {
-  account: Account;
-  key: string;
-  /** Signature of the USDC transfer that funded the account, if any. */
-  depositTx?: string;
-}
+let h: ServiceHarness;
 
 beforeAll(async () => {
-  env = await openTestEnv({ RATE_LIMIT_MULTIPLIER: '0' }, { chain: true });
-  platform = await env.app.bootstrapChain();
-  server = await buildServer(env.app);
-  base = await server.listen({ port: 0, host: '127.0.0.1' });
-  worker = await startWorkerRole(env.app, processorsFor(env.app));
+  h = await openServiceHarness({ RATE_LIMIT_MULTIPLIER: '0' });
 });
 afterAll(async () => {
-  await worker?.stop();
-  await server?.close();
-  await env?.close();
+  await h?.close();
 });
 
-async function member(handle: string, usdMicro: bigint): Promise<Member> {
-  const account = await createAccount(env.app, { handle });
-  const { key } = await createApiKey(env.app.apiKeys, account.id);
-  if (usdMicro === 0n) return { account, key };
-  const signature = await depositUsdc(env.app, platform, account, usdMicro);
-  return { account, key, depositTx: signature };
-}
-
 async function post(who: Member, body: unknown): Promise<{ id: string; swap_tx: string }> {
-  const response = await fetch(`${base}/api/v1/posts`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${who.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
+  const response = await h.call(who, 'POST', '/posts', body);
   expect(response.status).toBe(201);
   return (await response.json()) as { id: string; swap_tx: string };
 }
 
 async function history(who: Member, query = '') {
-  const response = await fetch(`${base}/api/v1/me/transactions${query}`, {
-    headers: { authorization: `Bearer ${who.key}` },
-  });
+  const response = await h.call(who, 'GET', `/me/transactions${query}`);
   return { status: response.status, body: (await response.json()) as Record<string, any> };
-}
-
-async function gql(who: Member, query: string, variables: Record<string, unknown> = {}) {
-  const response = await fetch(`${base}/graphql`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${who.key}`,
-      'content-type': 'application/json',
-      accept: 'application/graphql-response+json',
-    },
-    body: JSON.stringify({ query, variables }),
-  });
-  return (await response.json()) as { data?: any; errors?: any[] };
 }
 
 /** Ids of a REST page's transactions or of a GraphQL connection's nodes. */
@@ -91,14 +37,14 @@ describe('GET /api/v1/me/transactions', () => {
   let bobReply: { id: string; swap_tx: string };
 
   beforeAll(async () => {
-    alice = await member('alice_tx', 3_000_000n);
-    bob = await member('bob_tx', 2_000_000n);
+    alice = await h.member('alice_tx', 3_000_000n);
+    bob = await h.member('bob_tx', 2_000_000n);
     alicePost = await post(alice, { type: 'post', content: 'history, paid' });
     bobReply = await post(bob, { type: 'reply', content: 'noted', parent_id: alicePost.id });
   }, 120_000);
 
   test('an account with no ledger account has an empty history', async () => {
-    const carol = await member('carol_tx', 0n);
+    const carol = await h.member('carol_tx', 0n);
     expect(await history(carol)).toEqual({ status: 200, body: { transactions: [], has_more: false } });
   });
 
@@ -143,7 +89,7 @@ describe('GET /api/v1/me/transactions', () => {
     const times = (body.transactions as Array<{ created_at: string }>).map((t) => t.created_at);
     expect([...times].sort().reverse()).toEqual(times);
     // The id is the ledger movement: the post's movement for the spend.
-    const movement = await env.app.db
+    const movement = await h.env.app.db
       .selectFrom('posts')
       .select('movement_id')
       .where('id', '=', alicePost.id)
@@ -210,7 +156,7 @@ describe('GET /api/v1/me/transactions', () => {
   });
 
   test('without an API key: 401', async () => {
-    const response = await fetch(`${base}/api/v1/me/transactions`);
+    const response = await fetch(`${h.base}/api/v1/me/transactions`);
     expect(response.status).toBe(401);
   });
 
@@ -222,7 +168,7 @@ describe('GET /api/v1/me/transactions', () => {
         pageInfo { hasNextPage endCursor }
       } }
     }`;
-    const { data, errors } = await gql(alice, query, { first: 10 });
+    const { data, errors } = await h.gql(alice, query, { first: 10 });
     expect(errors).toBeUndefined();
     const nodes = nodesOf(data.viewer.transactions);
     expect(idsOf(nodes)).toEqual(idsOf(rest.transactions));
@@ -238,15 +184,15 @@ describe('GET /api/v1/me/transactions', () => {
     });
     expect(data.viewer.transactions.pageInfo.hasNextPage).toBe(false);
 
-    const first = await gql(alice, query, { first: 2 });
+    const first = await h.gql(alice, query, { first: 2 });
     expect(first.data.viewer.transactions.pageInfo.hasNextPage).toBe(true);
-    const second = await gql(alice, query, {
+    const second = await h.gql(alice, query, {
       first: 2,
       after: first.data.viewer.transactions.pageInfo.endCursor,
     });
     expect(idsOf(nodesOf(second.data.viewer.transactions))).toEqual([nodes[2]!.id]);
 
-    const tooMany = await gql(alice, query, { first: 51 });
+    const tooMany = await h.gql(alice, query, { first: 51 });
     expect(tooMany.errors?.[0]).toMatchObject({
       message: 'first must be an integer from 1 to 50 (default 20)',
       extensions: { code: 'BAD_USER_INPUT' },

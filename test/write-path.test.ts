@@ -1,70 +1,31 @@
-import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { PlatformChain } from '../src/adapters/solana/index.js';
-import { buildServer } from '../src/api/server.js';
-import type { Account } from '../src/domain/accounts/account.js';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
-import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { processorsFor } from '../workers/processors.js';
-import type { RunningRole } from '../workers/role.js';
-import { startWorkerRole } from '../workers/worker.role.js';
-import { depositUsdc } from './support/deposit.js';
 import { onChainUsdc as onChainUsdcOf, settledMoney } from './support/balances.js';
-import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 
-let env: TestEnv;
-let server: FastifyInstance;
-let worker: RunningRole;
-let base: string;
-let platform: PlatformChain;
-
-interface Member {
-  account: Account;
-  key: string;
-}
+let h: ServiceHarness;
 
 beforeAll(async () => {
   // Limits off: the concurrency test sends 50 posts at once from one account.
-  env = await openTestEnv({ RATE_LIMIT_MULTIPLIER: '0' }, { chain: true });
-  platform = await env.app.bootstrapChain();
-  server = await buildServer(env.app);
-  base = await server.listen({ port: 0, host: '127.0.0.1' });
-  worker = await startWorkerRole(env.app, processorsFor(env.app));
+  h = await openServiceHarness({ RATE_LIMIT_MULTIPLIER: '0' });
 });
 afterAll(async () => {
-  await worker?.stop();
-  await server?.close();
-  await env?.close();
+  await h?.close();
 });
 
-async function member(handle: string, usdMicro: bigint): Promise<Member> {
-  const account = await createAccount(env.app, { handle });
-  const { key } = await createApiKey(env.app.apiKeys, account.id);
-  if (usdMicro > 0n) {
-    await depositUsdc(env.app, platform, account, usdMicro);
-  }
-  return { account, key };
-}
+const post = (who: Member, body: unknown) => h.call(who, 'POST', '/posts', body);
 
-const post = (who: Member, body: unknown) =>
-  fetch(`${base}/api/v1/posts`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${who.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-
-const onChainUsdc = (owner: string | PublicKey) => onChainUsdcOf(env.app, platform, owner);
+const onChainUsdc = (owner: string | PublicKey) => onChainUsdcOf(h.env.app, h.platform, owner);
 
 /** Ledger = chain for the user, and the whole ledger balances. */
 async function expectReconciled(who: Member) {
-  expect((await settledMoney(env.app, who.account.id)).availableMicro).toBe(
+  expect((await settledMoney(h.env.app, who.account.id)).availableMicro).toBe(
     await onChainUsdc(who.account.walletAddress),
   );
   const { rows } = await sql<{
     total: string;
-  }>`SELECT coalesce(sum(amount), 0)::text AS total FROM ledger_legs`.execute(env.app.db);
+  }>`SELECT coalesce(sum(amount), 0)::text AS total FROM ledger_legs`.execute(h.env.app.db);
   expect(rows[0]?.total).toBe('0');
 }
 
@@ -73,8 +34,8 @@ describe('POST /api/v1/posts', () => {
   let alicePostId: string;
 
   test('a post costs $1, answers the spec shape with a confirmed swap_tx, and ledger equals chain', async () => {
-    alice = await member('alice_w', 3_000_000n);
-    const treasuryBefore = await onChainUsdc(platform.signers.treasury.publicKey);
+    alice = await h.member('alice_w', 3_000_000n);
+    const treasuryBefore = await onChainUsdc(h.platform.signers.treasury.publicKey);
     const response = await post(alice, { type: 'post', content: 'gm, paid' });
     expect(response.status).toBe(201);
     const body = (await response.json()) as Record<string, any>;
@@ -88,19 +49,19 @@ describe('POST /api/v1/posts', () => {
       created_at: expect.any(String),
     });
     alicePostId = body.id;
-    const [status] = await env.app.rpc.getSignatureStatuses([body.swap_tx]);
+    const [status] = await h.env.app.rpc.getSignatureStatuses([body.swap_tx]);
     expect(status?.err).toBeNull();
     expect(await onChainUsdc(alice.account.walletAddress)).toBe(2_000_000n);
-    expect((await onChainUsdc(platform.signers.treasury.publicKey)) - treasuryBefore).toBe(1_000_000n);
+    expect((await onChainUsdc(h.platform.signers.treasury.publicKey)) - treasuryBefore).toBe(1_000_000n);
     await expectReconciled(alice);
   });
 
   test('a reply pays the parent author 50% in the same transaction', async () => {
-    const bob = await member('bob_w', 2_000_000n);
+    const bob = await h.member('bob_w', 2_000_000n);
     const response = await post(bob, { type: 'reply', content: 'agreed', parent_id: alicePostId });
     expect(response.status).toBe(201);
     expect(await onChainUsdc(alice.account.walletAddress)).toBe(2_500_000n);
-    expect(await settledMoney(env.app, alice.account.id)).toMatchObject({
+    expect(await settledMoney(h.env.app, alice.account.id)).toMatchObject({
       availableMicro: 2_500_000n,
       totalEarnedMicro: 500_000n,
     });
@@ -109,7 +70,7 @@ describe('POST /api/v1/posts', () => {
   });
 
   test('without the money: 402 insufficient_balance with both amounts, and nothing moves', async () => {
-    const carol = await member('carol_w', 0n);
+    const carol = await h.member('carol_w', 0n);
     const response = await post(carol, { type: 'post', content: 'free?' });
     expect(response.status).toBe(402);
     expect(await response.json()).toEqual({
@@ -119,7 +80,7 @@ describe('POST /api/v1/posts', () => {
       required_usd: 1,
     });
     expect(
-      await env.app.db.selectFrom('posts').select('id').where('author_id', '=', carol.account.id).execute(),
+      await h.env.app.db.selectFrom('posts').select('id').where('author_id', '=', carol.account.id).execute(),
     ).toEqual([]);
   });
 
@@ -138,7 +99,7 @@ describe('POST /api/v1/posts', () => {
     '50 concurrent $1 posts from an account holding $10: exactly 10 land, 40 are 402; ledger = chain = 0',
     { timeout: 120_000 },
     async () => {
-      const dave = await member('dave_w', 10_000_000n);
+      const dave = await h.member('dave_w', 10_000_000n);
       const statuses = await Promise.all(
         Array.from({ length: 50 }, (_, i) =>
           post(dave, { type: 'post', content: `burst ${i}` }).then((r) => r.status),

@@ -34,6 +34,14 @@ export interface ServiceHarness {
     body?: unknown,
     headers?: Record<string, string>,
   ): Promise<Response>;
+  /** As `call`, but `text` is sent verbatim as the JSON body (for JSON no serializer writes, e.g. `1e-7`). */
+  callRaw(
+    who: Member,
+    method: string,
+    path: string,
+    text: string,
+    headers?: Record<string, string>,
+  ): Promise<Response>;
   /** A GraphQL operation as `who`. */
   gql(
     who: Member,
@@ -66,6 +74,21 @@ export async function openServiceHarness(overrides: Record<string, string> = {})
       authorization: `Bearer ${who.key}`,
       ...extra,
     });
+    const rest = (
+      who: Member,
+      method: string,
+      path: string,
+      text: string | undefined,
+      headers: Record<string, string> = {},
+    ) =>
+      fetch(`${base}/api/v1${path}`, {
+        method,
+        headers: headersOf(who, {
+          ...(text === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        }),
+        ...(text === undefined ? {} : { body: text }),
+      });
     return {
       env,
       platform,
@@ -77,14 +100,8 @@ export async function openServiceHarness(overrides: Record<string, string> = {})
         return { account, key, depositTx: await depositUsdc(env.app, platform, account, usdMicro) };
       },
       call: (who, method, path, body, headers) =>
-        fetch(`${base}/api/v1${path}`, {
-          method,
-          headers: headersOf(who, {
-            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-            ...headers,
-          }),
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        }),
+        rest(who, method, path, body === undefined ? undefined : JSON.stringify(body), headers),
+      callRaw: (who, method, path, text, headers) => rest(who, method, path, text, headers),
       gql: async (who, query, variables = {}) => {
         const response = await fetch(`${base}/graphql`, {
           method: 'POST',

@@ -52,8 +52,16 @@ describe('ClickHouse migrations', () => {
       format: 'JSONEachRow',
     });
     expect((await tables.json<{ name: string }>()).map((t) => t.name)).toEqual([
+      'chain_transactions',
+      'creator_earnings',
+      'creator_earnings_mv',
       'domain_events',
+      'ledger_legs',
+      'post_engagement',
+      'post_engagement_mv',
+      'reconciliation',
       'schema_migrations',
+      'token_movements',
     ]);
     expect((await migrateClickHouse(clickhouse)).applied).toEqual([]);
   });

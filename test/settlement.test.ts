@@ -1,18 +1,11 @@
 import { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import {
-  associatedTokenAccount,
-  buildTransfer,
-  sendAndConfirm,
-  signTransaction,
-  USDC_DECIMALS,
-  type PlatformChain,
-} from '../src/adapters/solana/index.js';
+import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
-import { walletSigner } from '../src/app/write-path/payment-transaction.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { drainOnChain } from './support/chain-tampering.js';
 import { depositUsdc } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
@@ -45,27 +38,6 @@ async function usdc(owner: string): Promise<bigint> {
   return BigInt(value.amount);
 }
 
-/** Moves USDC out of a custodial wallet without the ledger knowing: its next payment fails on chain. */
-async function drainOnChain(account: Account, micro: bigint): Promise<void> {
-  const signer = await walletSigner(env.app.db, env.app.keystore, account.id);
-  const { blockhash, lastValidBlockHeight } = await env.app.rpc.getLatestBlockhash('confirmed');
-  const drain = buildTransfer({
-    feePayer: platform.signers.fee_payer.publicKey,
-    recentBlockhash: blockhash,
-    legs: [
-      {
-        mint: platform.usdcMint,
-        decimals: USDC_DECIMALS,
-        from: signer.publicKey,
-        to: platform.signers.treasury.publicKey,
-        amount: micro,
-      },
-    ],
-  });
-  const signedDrain = signTransaction(drain, [platform.signers.fee_payer, signer]);
-  await sendAndConfirm(env.app.rpc, { ...signedDrain, lastValidBlockHeight }, { commitment: 'confirmed' });
-}
-
 describe('settlePayment', () => {
   test('an expired blockhash forces a re-sign; swap_tx becomes the landed signature and the post is paid once', async () => {
     const author = await funded('expiry_1', 2_000_000n);
@@ -94,7 +66,7 @@ describe('settlePayment', () => {
     expect((await env.app.ledger.money(author.id)).availableMicro).toBe(0n);
 
     // Move the wallet's USDC away behind the ledger's back, so the payment cannot succeed on chain.
-    await drainOnChain(author, 1_000_000n);
+    await drainOnChain(env.app, platform, author, 1_000_000n);
 
     expect(await settlePayment(env.app, post.chainTransactionId)).toBe('failed');
     const row = await outboxRow(post.chainTransactionId);
@@ -132,7 +104,7 @@ describe('settlePayment', () => {
     ).rejects.toMatchObject({ code: 'insufficient_balance' });
     expect(await settlePayment(env.app, spend.chainTransactionId)).toBe('confirmed');
 
-    await drainOnChain(fan, 1_000_000n);
+    await drainOnChain(env.app, platform, fan, 1_000_000n);
     expect(await settlePayment(env.app, reply.chainTransactionId)).toBe('failed');
     expect(await env.app.ledger.money(author.id)).toEqual({
       availableMicro: 0n,

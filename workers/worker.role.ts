@@ -1,6 +1,7 @@
 import { Worker, type Processor } from 'bullmq';
 import type { App } from '../src/app/app.js';
 import { createRedis } from '../src/adapters/redis/index.js';
+import { startEventShipper } from './event-shipper.loop.js';
 import type { RunningRole } from './role.js';
 
 /** A BullMQ queue served by the worker role. */
@@ -38,13 +39,15 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
     const resumed = (await p.resume?.()) ?? 0;
     if (resumed > 0) log.info(`${p.queue}: resumed ${resumed} unfinished item(s) from before the last stop`);
   }
+  const shipper = startEventShipper(app);
   return {
     name: 'worker',
-    summary:
-      processors.length === 0
-        ? ['no queues registered yet']
-        : processors.map((p) => `queue ${p.queue} (concurrency ${p.concurrency})`),
+    summary: [
+      ...processors.map((p) => `queue ${p.queue} (concurrency ${p.concurrency})`),
+      'event shipper: domain events and ledger legs to ClickHouse',
+    ],
     stop: async () => {
+      await shipper.stop();
       // close() waits for the jobs in progress to finish: a SIGTERM never cuts a payment in half.
       await Promise.all(workers.map((w) => w.close()));
       connection.disconnect();

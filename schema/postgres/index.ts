@@ -8,6 +8,7 @@ import * as repostsLikes from './2026_11_22_5_reposts_likes.js';
 import * as sends from './2026_11_22_6_sends.js';
 import * as idempotencyKeys from './2026_11_22_7_idempotency_keys.js';
 import * as heldCredits from './2026_11_22_8_held_credits.js';
+import * as indexer from './2026_11_22_9_indexer.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -24,4 +25,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_6_sends': sends,
   '2026_11_22_7_idempotency_keys': idempotencyKeys,
   '2026_11_22_8_held_credits': heldCredits,
+  '2026_11_22_9_indexer': indexer,
 };

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ClickHouse } from '../adapters/clickhouse/index.js';
 import type { PaymentsQueue } from '../adapters/redis/payments-queue.js';
 import type { RateLimiter } from '../adapters/redis/rate-limiter.js';
 import type { WritePathDeps } from '../app/write-path/create-post.js';
@@ -13,6 +14,8 @@ import type { Metrics } from './metrics.js';
 export interface ApiDeps extends WritePathDeps {
   logger: Logger;
   metrics: Metrics;
+  /** Analytics and reconciliation reads. */
+  clickhouse: ClickHouse;
   checkHealth(): Promise<HealthReport>;
   accounts: AccountStore;
   apiKeys: ApiKeyStore;

@@ -7,6 +7,14 @@ export interface Metrics {
   dependencyUp: Gauge<'dependency'>;
   dependencyLatency: Gauge<'dependency'>;
   healthChecks: Counter<'status'>;
+  /** Age of the oldest domain event or ledger leg not yet in ClickHouse (0 when none wait). */
+  shipperLagSeconds: Gauge<'stream'>;
+  shippedRows: Counter<'stream'>;
+  shipperFailures: Counter;
+  /** Age of the oldest outbox transaction not reconciled at `confirmed` yet (0 when none wait). */
+  reconciliationLagSeconds: Gauge;
+  reconciliations: Counter<'status' | 'commitment'>;
+  rpcErrors: Counter<'kind'>;
   recordHealth(report: HealthReport): void;
 }
 
@@ -39,8 +47,48 @@ export function createMetrics(): Metrics {
     labelNames: ['status'] as const,
     registers: [registry],
   });
+  const shipperLagSeconds = new Gauge({
+    name: 'ledgerfeed_shipper_lag_seconds',
+    help: 'Age of the oldest row waiting in Postgres to be shipped to ClickHouse, by stream',
+    labelNames: ['stream'] as const,
+    registers: [registry],
+  });
+  const shippedRows = new Counter({
+    name: 'ledgerfeed_shipped_rows_total',
+    help: 'Rows shipped from Postgres to ClickHouse, by stream (events, legs)',
+    labelNames: ['stream'] as const,
+    registers: [registry],
+  });
+  const shipperFailures = new Counter({
+    name: 'ledgerfeed_shipper_failures_total',
+    help: 'Shipping batches that failed (ClickHouse down, ...); their rows wait in Postgres',
+    registers: [registry],
+  });
+  const reconciliationLagSeconds = new Gauge({
+    name: 'ledgerfeed_reconciliation_lag_seconds',
+    help: 'Age of the oldest outbox transaction not yet reconciled at confirmed',
+    registers: [registry],
+  });
+  const reconciliations = new Counter({
+    name: 'ledgerfeed_reconciliations_total',
+    help: 'Reconciliation verdicts recorded, by status and commitment (exceptions are every status but matched)',
+    labelNames: ['status', 'commitment'] as const,
+    registers: [registry],
+  });
+  const rpcErrors = new Counter({
+    name: 'ledgerfeed_indexer_rpc_errors_total',
+    help: 'RPC failures the indexer met, by ChainError kind',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
   return {
     registry,
+    shipperLagSeconds,
+    shippedRows,
+    shipperFailures,
+    reconciliationLagSeconds,
+    reconciliations,
+    rpcErrors,
     httpRequests,
     dependencyUp,
     dependencyLatency,

@@ -76,6 +76,12 @@ export const envSchema = z.object({
    * Unset outside production: a development key is generated into DATA_DIR/wallet-master.key.
    */
   WALLET_MASTER_KEY: optional(z.string().trim()),
+  /** An outbox transaction still not found on chain this long after signing is reconciled `missing`. */
+  RECONCILE_MISSING_AFTER_MS: z.coerce
+    .number({ message: 'expected milliseconds' })
+    .int({ message: 'expected whole milliseconds' })
+    .min(0, { message: 'expected milliseconds >= 0' })
+    .default(120_000),
   /** How long a money-moving request waits for the cluster to execute its payment before answering 202 pending. */
   WRITE_TIMEOUT_MS: z.coerce
     .number({ message: 'expected milliseconds' })

@@ -16,6 +16,7 @@ export interface Database {
   reposts: RepostsTable;
   likes: LikesTable;
   sends: SendsTable;
+  wallet_cursors: WalletCursorsTable;
 }
 
 /** signed -> sent (processed) -> confirmed -> finalized, or failed (landed with an error; legs reversed). */
@@ -30,6 +31,9 @@ export interface ChainTransactionsTable {
   last_valid_block_height: bigint;
   status: Generated<ChainTransactionStatus>;
   replaced_signatures: Generated<string[]>;
+  reconciled_commitment: 'confirmed' | 'finalized' | null;
+  reconciled_status: string | null;
+  reconciled_at: Date | null;
   attempts: Generated<number>;
   error: unknown;
   slot: bigint | null;
@@ -109,6 +113,15 @@ export interface LedgerLegsTable {
   ledger_account_id: string;
   amount: bigint;
   counts: Generated<'spent' | 'earned' | 'none'>;
+  shipped_at: Date | null;
+}
+
+/** The wallet follower's place in one address's history (newest signature seen). */
+export interface WalletCursorsTable {
+  address: string;
+  last_signature: string | null;
+  last_slot: bigint | null;
+  updated_at: Generated<Date>;
 }
 
 export interface ApiKeysTable {

@@ -3,6 +3,7 @@ import type { ApiDeps } from '../api-deps.js';
 import { registerAccountRoutes } from './accounts.routes.js';
 import { createAuthHook } from './auth.hook.js';
 import { registerEngagementRoutes } from './engagement.routes.js';
+import { registerFinanceRoutes } from './finance.routes.js';
 import { registerIdempotency } from './idempotency.hook.js';
 import { registerPostRoutes } from './posts.routes.js';
 import { registerProfileRoutes } from './profiles.routes.js';
@@ -20,6 +21,7 @@ export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
   api.addHook('onRequest', createAuthHook(deps));
   registerIdempotency(api, deps);
   registerAccountRoutes(api, deps);
+  registerFinanceRoutes(api, deps);
   registerProfileRoutes(api, deps);
   registerPostRoutes(api, deps);
   registerEngagementRoutes(api, deps);

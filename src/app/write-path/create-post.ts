@@ -92,6 +92,8 @@ export async function createPaidPost(
       actor_id: authorId,
       post_id: postId,
       amount_micro: cost,
+      // The post replied to or quoted: analytics count the engagement on it.
+      ...(draft.referenceId ? { payload: JSON.stringify({ target_post_id: draft.referenceId }) } : {}),
     });
     return {
       id: post.id,

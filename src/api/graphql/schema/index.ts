@@ -3,3 +3,4 @@ import './account.js';
 import './api-key.js';
 import './transaction.js';
 import './engagement.js';
+import './finance.js';

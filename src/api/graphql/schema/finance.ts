@@ -1,0 +1,234 @@
+import {
+  chainTransaction,
+  creatorEarnings,
+  cursorOf,
+  parseDay,
+  postStats,
+  reconciliationExceptions,
+  reconciliationSummary,
+  type ChainTransactionView,
+  type DaySummary,
+  type EarningsPoint,
+  type PostStats,
+  type ReconciliationRow,
+} from '../../../app/indexer/analytics-reads.js';
+import { AppError } from '../../../domain/errors.js';
+import {
+  RECONCILIATION_STATUSES,
+  type ReconciliationStatus,
+} from '../../../domain/reconciliation/reconciliation.js';
+import { builder } from '../builder.js';
+
+/*
+ * Finance (role finance or admin): daily ledger-vs-chain totals, the exception list and one
+ * transaction's drill-down. Creators: their own earnings over time and their posts' engagement
+ * (finance and admin may read anyone's). All served from ClickHouse (src/app/indexer).
+ */
+
+const MAX_EXCEPTIONS_PAGE = 100;
+const MAX_EARNINGS_RANGE_DAYS = 400;
+
+const StatusEnum = builder.enumType('ReconciliationStatus', {
+  values: Object.fromEntries(RECONCILIATION_STATUSES.map((s) => [s.toUpperCase(), { value: s }])) as Record<
+    Uppercase<ReconciliationStatus>,
+    { value: ReconciliationStatus }
+  >,
+});
+
+const ExceptionCounts = builder
+  .objectRef<DaySummary['exceptions']>('ReconciliationExceptionCounts')
+  .implement({
+    fields: (t) => ({
+      amountMismatch: t.exposeInt('amount_mismatch'),
+      wrongParty: t.exposeInt('wrong_party'),
+      failedOnChain: t.exposeInt('failed_on_chain'),
+      missing: t.exposeInt('missing'),
+      pending: t.exposeInt('pending'),
+      unexplained: t.exposeInt('unexplained'),
+    }),
+  });
+
+const ReconciliationDay = builder.objectRef<DaySummary>('ReconciliationDay').implement({
+  description:
+    "One ledger day: what the ledger moved, what the chain moved for it, and the verdicts' counts.",
+  fields: (t) => ({
+    day: t.exposeString('day'),
+    ledgerTotalUsdMicro: t.field({ type: 'MicroUsd', resolve: (d) => d.ledgerTotalMicro }),
+    chainTotalUsdMicro: t.field({ type: 'MicroUsd', resolve: (d) => d.chainTotalMicro }),
+    matched: t.exposeInt('matched'),
+    exceptions: t.field({ type: ExceptionCounts, resolve: (d) => d.exceptions }),
+  }),
+});
+
+const ReconciliationEntry = builder.objectRef<ReconciliationRow>('ReconciliationEntry').implement({
+  fields: (t) => ({
+    movementId: t.exposeID('movementId'),
+    signature: t.exposeString('signature'),
+    day: t.exposeString('day'),
+    status: t.field({ type: StatusEnum, resolve: (r) => r.status }),
+    ledgerAmountUsdMicro: t.field({ type: 'MicroUsd', resolve: (r) => r.ledgerAmountMicro }),
+    chainAmountUsdMicro: t.field({ type: 'MicroUsd', resolve: (r) => r.chainAmountMicro }),
+    commitment: t.exposeString('commitment', {
+      description: 'confirmed or finalized; empty when not found.',
+    }),
+    detail: t.exposeString('detail'),
+    checkedAt: t.exposeString('checkedAt'),
+  }),
+});
+
+const ReconciliationConnection = builder.connectionObject({
+  type: ReconciliationEntry,
+  name: 'ReconciliationExceptionConnection',
+  edgesNullable: false,
+  nodeNullable: false,
+});
+
+const TokenMovement = builder
+  .objectRef<ChainTransactionView['movements'][number]>('TokenMovement')
+  .implement({
+    fields: (t) => ({
+      owner: t.exposeString('owner'),
+      tokenAccount: t.exposeString('tokenAccount'),
+      mint: t.exposeString('mint'),
+      amount: t.field({
+        type: 'MicroUsd',
+        description: 'Signed base units of the mint (micro-USD for USDC): negative leaves the account.',
+        resolve: (m) => m.amountMicro,
+      }),
+    }),
+  });
+
+const ChainTransaction = builder.objectRef<ChainTransactionView>('ChainTransaction').implement({
+  fields: (t) => ({
+    signature: t.exposeString('signature'),
+    slot: t.exposeInt('slot'),
+    blockTime: t.exposeString('blockTime'),
+    fee: t.exposeInt('fee', { description: 'Lamports.' }),
+    status: t.exposeString('status', { description: 'success, failed, or not_found (never landed).' }),
+    error: t.exposeString('error'),
+    movements: t.field({ type: [TokenMovement], resolve: (tx) => tx.movements }),
+    reconciliation: t.field({
+      type: ReconciliationEntry,
+      nullable: true,
+      resolve: (tx) => tx.reconciliation,
+    }),
+  }),
+});
+
+const EarningsGranularity = builder.enumType('EarningsGranularity', {
+  values: { HOUR: { value: 'hour' }, DAY: { value: 'day' } } as const,
+});
+
+const EarningsBucket = builder.objectRef<EarningsPoint>('EarningsBucket').implement({
+  fields: (t) => ({
+    bucket: t.exposeString('bucket', { description: 'Start of the hour or day, UTC.' }),
+    amountUsdMicro: t.field({ type: 'MicroUsd', resolve: (p) => p.amountMicro }),
+  }),
+});
+
+const PostStatsRef = builder.objectRef<PostStats>('PostStats').implement({
+  fields: (t) => ({
+    likes: t.exposeInt('likes'),
+    replies: t.exposeInt('replies'),
+    quotes: t.exposeInt('quotes'),
+    reposts: t.exposeInt('reposts'),
+  }),
+});
+
+builder.queryFields((t) => ({
+  reconciliationSummary: t.field({
+    type: [ReconciliationDay],
+    description: 'Per ledger day from..to (YYYY-MM-DD, inclusive). Finance role.',
+    authScopes: { finance: true },
+    args: { from: t.arg.string({ required: true }), to: t.arg.string({ required: true }) },
+    resolve: (_root, args, ctx) =>
+      reconciliationSummary(ctx.deps.clickhouse, parseDay(args.from, 'from'), parseDay(args.to, 'to')),
+  }),
+  reconciliationExceptions: t.connection(
+    {
+      type: ReconciliationEntry,
+      description: `Every verdict but matched (or one status), newest day first; first 1 to ${MAX_EXCEPTIONS_PAGE}. Finance role.`,
+      authScopes: { finance: true },
+      args: { status: t.arg({ type: StatusEnum }), day: t.arg.string() },
+      resolve: async (_root, args, ctx) => {
+        const first = args.first ?? 20;
+        if (first < 1 || first > MAX_EXCEPTIONS_PAGE) {
+          throw new AppError('invalid_request', `first must be 1 to ${MAX_EXCEPTIONS_PAGE}`, {
+            field: 'first',
+          });
+        }
+        const page = await reconciliationExceptions(ctx.deps.clickhouse, {
+          ...(args.status ? { status: args.status } : {}),
+          ...(args.day ? { day: parseDay(args.day, 'day') } : {}),
+          first,
+          ...(args.after ? { after: args.after } : {}),
+        });
+        return {
+          edges: page.rows.map((row) => ({ node: row, cursor: cursorOf(row) })),
+          pageInfo: {
+            hasNextPage: page.hasMore,
+            hasPreviousPage: false,
+            startCursor: page.rows[0] ? cursorOf(page.rows[0]) : null,
+            endCursor: page.rows.at(-1) ? cursorOf(page.rows.at(-1)!) : null,
+          },
+        };
+      },
+    },
+    ReconciliationConnection,
+  ),
+  chainTransaction: t.field({
+    type: ChainTransaction,
+    nullable: true,
+    description: 'A transaction as the indexer saw it: movements and reconciliation. Finance role.',
+    authScopes: { finance: true },
+    args: { signature: t.arg.string({ required: true }) },
+    resolve: (_root, args, ctx) => chainTransaction(ctx.deps.clickhouse, args.signature),
+  }),
+  creatorEarnings: t.field({
+    type: [EarningsBucket],
+    description:
+      'Earnings (engagement shares, later fund payouts) per hour or day in [from, to). Own handle; finance/admin any.',
+    authScopes: { read: true },
+    args: {
+      handle: t.arg.string({ required: true }),
+      from: t.arg({ type: 'DateTime', required: true }),
+      to: t.arg({ type: 'DateTime', required: true }),
+      granularity: t.arg({ type: EarningsGranularity, required: true }),
+    },
+    resolve: async (_root, args, ctx) => {
+      const creator = await ctx.deps.accounts.byHandle(args.handle);
+      if (!creator) throw new AppError('not_found', `No user @${args.handle}`);
+      const viewer = ctx.viewer!;
+      if (creator.id !== viewer.accountId && viewer.role !== 'finance' && viewer.role !== 'admin') {
+        throw new AppError('forbidden', "Earnings are their creator's (or finance's) to read");
+      }
+      const from = new Date(args.from);
+      const to = new Date(args.to);
+      if (!(to > from) || to.getTime() - from.getTime() > MAX_EARNINGS_RANGE_DAYS * 86_400_000) {
+        throw new AppError(
+          'invalid_request',
+          `to must be after from, at most ${MAX_EARNINGS_RANGE_DAYS} days later`,
+        );
+      }
+      return creatorEarnings(ctx.deps.clickhouse, creator.id, from, to, args.granularity);
+    },
+  }),
+  postStats: t.field({
+    type: PostStatsRef,
+    description: "A post's engagement from the analytics pipeline. Its author's; finance/admin any.",
+    authScopes: { read: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, args, ctx) => {
+      const id = String(args.id);
+      const post = /^[0-9a-f-]{36}$/.test(id)
+        ? await ctx.deps.db.selectFrom('posts').select('author_id').where('id', '=', id).executeTakeFirst()
+        : undefined;
+      if (!post) throw new AppError('not_found', `No post ${id}`);
+      const viewer = ctx.viewer!;
+      if (post.author_id !== viewer.accountId && viewer.role !== 'finance' && viewer.role !== 'admin') {
+        throw new AppError('forbidden', "A post's stats are its author's (or finance's) to read");
+      }
+      return postStats(ctx.deps.clickhouse, id);
+    },
+  }),
+}));

@@ -1,0 +1,113 @@
+import type { FastifyInstance } from 'fastify';
+import {
+  parseDay,
+  reconciliationExceptions,
+  reconciliationSummary,
+  type ReconciliationRow,
+} from '../../app/indexer/analytics-reads.js';
+import { AppError } from '../../domain/errors.js';
+import { formatMicroUsd } from '../../domain/money/usd.js';
+import { RECONCILIATION_STATUSES } from '../../domain/reconciliation/reconciliation.js';
+import type { ApiDeps } from '../api-deps.js';
+import { authErrors, errorBody } from './schemas.js';
+
+/** A day's report lists at most this many verdicts (CSV) or exceptions (JSON). */
+const REPORT_MAX_ROWS = 100_000;
+
+const CSV_COLUMNS = [
+  'ledger_day',
+  'movement_id',
+  'signature',
+  'status',
+  'ledger_amount_usd',
+  'chain_amount_usd',
+  'commitment',
+  'detail',
+  'checked_at',
+] as const;
+
+/**
+ * GET /finance/reconciliation?date=YYYY-MM-DD (finance or admin role, scope read): the day's
+ * ledger vs chain totals, verdict counts and exceptions as JSON; with `Accept: text/csv`, every
+ * verdict of the day as CSV (one row per ledger movement), the proof finance files.
+ */
+export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void {
+  api.get(
+    '/finance/reconciliation',
+    {
+      config: { scope: 'read', bucket: 'read' },
+      schema: {
+        summary: "A day's reconciliation report (finance role); CSV with Accept: text/csv",
+        tags: ['finance'],
+        querystring: {
+          type: 'object',
+          required: ['date'],
+          properties: { date: { type: 'string', description: 'The ledger day, YYYY-MM-DD (UTC)' } },
+        },
+        response: { 400: errorBody, ...authErrors },
+      },
+    },
+    async (request, reply) => {
+      const viewer = request.viewer!;
+      if (viewer.role !== 'finance' && viewer.role !== 'admin') {
+        throw new AppError('forbidden', 'The reconciliation report needs the finance or admin role');
+      }
+      const day = parseDay((request.query as { date: string }).date, 'date');
+      const wantsCsv = /\btext\/csv\b/.test(request.headers.accept ?? '');
+      const { rows } = await reconciliationExceptions(deps.clickhouse, {
+        day,
+        first: REPORT_MAX_ROWS,
+        includeMatched: wantsCsv,
+      });
+      if (wantsCsv) {
+        return reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', `attachment; filename="reconciliation-${day}.csv"`)
+          .send(toCsv(rows));
+      }
+      const [summary] = await reconciliationSummary(deps.clickhouse, day, day);
+      return {
+        date: day,
+        ledger_total_usd: Number(formatMicroUsd(summary?.ledgerTotalMicro ?? 0n)),
+        chain_total_usd: Number(formatMicroUsd(summary?.chainTotalMicro ?? 0n)),
+        matched: summary?.matched ?? 0,
+        exception_counts: Object.fromEntries(
+          RECONCILIATION_STATUSES.filter((s) => s !== 'matched').map((s) => [
+            s,
+            summary?.exceptions[s as Exclude<typeof s, 'matched'>] ?? 0,
+          ]),
+        ),
+        exceptions: rows.map((row) => ({
+          movement_id: row.movementId,
+          signature: row.signature,
+          status: row.status,
+          ledger_amount_usd: Number(formatMicroUsd(row.ledgerAmountMicro)),
+          chain_amount_usd: Number(formatMicroUsd(row.chainAmountMicro)),
+          commitment: row.commitment,
+          detail: row.detail,
+          checked_at: row.checkedAt,
+        })),
+      };
+    },
+  );
+}
+
+function toCsv(rows: readonly ReconciliationRow[]): string {
+  const cell = (value: string) => (/[",\n\r]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value);
+  const lines = rows.map((row) =>
+    [
+      row.day,
+      row.movementId,
+      row.signature,
+      row.status,
+      formatMicroUsd(row.ledgerAmountMicro),
+      formatMicroUsd(row.chainAmountMicro),
+      row.commitment,
+      row.detail,
+      row.checkedAt,
+    ]
+      .map(cell)
+      .join(','),
+  );
+  return [CSV_COLUMNS.join(','), ...lines].join('\r\n') + '\r\n';
+}

@@ -1,0 +1,270 @@
+import type { ClickHouse } from '../../adapters/clickhouse/index.js';
+import {
+  RECONCILIATION_STATUSES,
+  type ReconciliationStatus,
+} from '../../domain/reconciliation/reconciliation.js';
+import { AppError } from '../../domain/errors.js';
+
+/**
+ * What finance and creators read from ClickHouse: daily reconciliation totals, the exception list,
+ * one transaction's movements, earnings over time and a post's engagement. Every read uses FINAL
+ * (the tables are ReplacingMergeTrees: re-checks and re-shipped rows collapse to one).
+ */
+
+export interface DaySummary {
+  day: string;
+  /** Micro-USD the ledger moved that day (sum of credits of reconciled movements). */
+  ledgerTotalMicro: bigint;
+  /** Micro-USD the chain moved for those movements. */
+  chainTotalMicro: bigint;
+  matched: number;
+  exceptions: Record<Exclude<ReconciliationStatus, 'matched'>, number>;
+}
+
+export interface ReconciliationRow {
+  movementId: string;
+  signature: string;
+  day: string;
+  status: ReconciliationStatus;
+  ledgerAmountMicro: bigint;
+  chainAmountMicro: bigint;
+  commitment: string;
+  detail: string;
+  checkedAt: string;
+}
+
+export interface ChainTransactionView {
+  signature: string;
+  slot: number;
+  blockTime: string;
+  fee: number;
+  status: string;
+  error: string;
+  movements: Array<{ owner: string; tokenAccount: string; mint: string; amountMicro: bigint }>;
+  reconciliation: ReconciliationRow | null;
+}
+
+export interface EarningsPoint {
+  bucket: string;
+  amountMicro: bigint;
+}
+
+export interface PostStats {
+  likes: number;
+  replies: number;
+  quotes: number;
+  reposts: number;
+}
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+export function parseDay(value: string, field: string): string {
+  if (!DAY.test(value) || Number.isNaN(Date.parse(`${value}T00:00:00Z`))) {
+    throw new AppError('invalid_request', `${field} must be a date YYYY-MM-DD`, { field });
+  }
+  return value;
+}
+
+export async function reconciliationSummary(ch: ClickHouse, from: string, to: string): Promise<DaySummary[]> {
+  const result = await ch.client.query({
+    query: `SELECT toString(ledger_day) AS day, status, count() AS n,
+                   toString(sum(ledger_amount)) AS ledger_total, toString(sum(chain_amount)) AS chain_total
+              FROM ${ch.table('reconciliation')} FINAL
+             WHERE ledger_day BETWEEN {from:Date} AND {to:Date}
+             GROUP BY ledger_day, status ORDER BY ledger_day`,
+    query_params: { from, to },
+    format: 'JSONEachRow',
+  });
+  const rows = await result.json<{
+    day: string;
+    status: ReconciliationStatus;
+    n: string;
+    ledger_total: string;
+    chain_total: string;
+  }>();
+  const days = new Map<string, DaySummary>();
+  for (const row of rows) {
+    let summary = days.get(row.day);
+    if (!summary) {
+      summary = {
+        day: row.day,
+        ledgerTotalMicro: 0n,
+        chainTotalMicro: 0n,
+        matched: 0,
+        exceptions: Object.fromEntries(
+          RECONCILIATION_STATUSES.filter((s) => s !== 'matched').map((s) => [s, 0]),
+        ) as DaySummary['exceptions'],
+      };
+      days.set(row.day, summary);
+    }
+    summary.ledgerTotalMicro += BigInt(row.ledger_total);
+    summary.chainTotalMicro += BigInt(row.chain_total);
+    if (row.status === 'matched') summary.matched += Number(row.n);
+    else summary.exceptions[row.status] += Number(row.n);
+  }
+  return [...days.values()];
+}
+
+/** Exceptions (every status but matched, or one status), newest ledger day first, keyset-paged. */
+export async function reconciliationExceptions(
+  ch: ClickHouse,
+  options: {
+    status?: ReconciliationStatus | undefined;
+    /** Every verdict, matched ones too (a day's full report). */
+    includeMatched?: boolean;
+    day?: string;
+    first: number;
+    after?: string;
+  },
+): Promise<{ rows: ReconciliationRow[]; hasMore: boolean }> {
+  const after = options.after ? decodeCursor(options.after) : undefined;
+  const result = await ch.client.query({
+    query: `SELECT movement_id, signature, toString(ledger_day) AS day, status,
+                   toString(ledger_amount) AS ledger_amount, toString(chain_amount) AS chain_amount,
+                   commitment, detail, toString(checked_at) AS checked_at
+              FROM ${ch.table('reconciliation')} FINAL
+             WHERE ${options.status ? 'status = {status:String}' : options.includeMatched ? '1' : "status != 'matched'"}
+               ${options.day ? 'AND ledger_day = {day:Date}' : ''}
+               ${after ? 'AND (ledger_day, movement_id, signature) < ({aDay:Date}, {aId:UUID}, {aSig:String})' : ''}
+             ORDER BY ledger_day DESC, movement_id DESC, signature DESC
+             LIMIT {limit:UInt32}`,
+    query_params: {
+      status: options.status ?? '',
+      day: options.day ?? '1970-01-01',
+      aDay: after?.day ?? '1970-01-01',
+      aId: after?.movementId ?? '00000000-0000-0000-0000-000000000000',
+      aSig: after?.signature ?? '',
+      limit: options.first + 1,
+    },
+    format: 'JSONEachRow',
+  });
+  const rows = (await result.json<Record<string, string>>()).map(toRow);
+  return { rows: rows.slice(0, options.first), hasMore: rows.length > options.first };
+}
+
+export function cursorOf(row: ReconciliationRow): string {
+  return Buffer.from(JSON.stringify([row.day, row.movementId, row.signature])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { day: string; movementId: string; signature: string } {
+  try {
+    const [day, movementId, signature] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as string[];
+    if (
+      typeof day === 'string' &&
+      DAY.test(day) &&
+      typeof movementId === 'string' &&
+      /^[0-9a-f-]{36}$/.test(movementId) &&
+      typeof signature === 'string'
+    ) {
+      return { day, movementId, signature };
+    }
+  } catch {
+    // fall through
+  }
+  throw new AppError('invalid_request', 'after is not a cursor this API gave out', { field: 'after' });
+}
+
+export async function chainTransaction(
+  ch: ClickHouse,
+  signature: string,
+): Promise<ChainTransactionView | null> {
+  const [txResult, movementsResult, verdictResult] = await Promise.all([
+    ch.client.query({
+      query: `SELECT signature, slot, toString(block_time) AS block_time, fee, status, error
+                FROM ${ch.table('chain_transactions')} FINAL WHERE signature = {sig:String}`,
+      query_params: { sig: signature },
+      format: 'JSONEachRow',
+    }),
+    ch.client.query({
+      query: `SELECT owner, token_account, mint, toString(amount) AS amount
+                FROM ${ch.table('token_movements')} FINAL WHERE signature = {sig:String} ORDER BY amount`,
+      query_params: { sig: signature },
+      format: 'JSONEachRow',
+    }),
+    ch.client.query({
+      query: `SELECT movement_id, signature, toString(ledger_day) AS day, status,
+                     toString(ledger_amount) AS ledger_amount, toString(chain_amount) AS chain_amount,
+                     commitment, detail, toString(checked_at) AS checked_at
+                FROM ${ch.table('reconciliation')} FINAL WHERE signature = {sig:String}
+               ORDER BY checked_at DESC LIMIT 1`,
+      query_params: { sig: signature },
+      format: 'JSONEachRow',
+    }),
+  ]);
+  const [tx] = await txResult.json<Record<string, string>>();
+  const [verdict] = await verdictResult.json<Record<string, string>>();
+  if (!tx && !verdict) return null;
+  const movements = await movementsResult.json<Record<string, string>>();
+  return {
+    signature,
+    slot: Number(tx?.slot ?? 0),
+    blockTime: tx?.block_time ?? '',
+    fee: Number(tx?.fee ?? 0),
+    status: tx?.status ?? 'not_found',
+    error: tx?.error ?? '',
+    movements: movements.map((m) => ({
+      owner: m.owner!,
+      tokenAccount: m.token_account!,
+      mint: m.mint!,
+      amountMicro: BigInt(m.amount!),
+    })),
+    reconciliation: verdict ? toRow(verdict) : null,
+  };
+}
+
+export async function creatorEarnings(
+  ch: ClickHouse,
+  creatorId: string,
+  from: Date,
+  to: Date,
+  granularity: 'hour' | 'day',
+): Promise<EarningsPoint[]> {
+  const bucket = granularity === 'hour' ? 'toStartOfHour(created_at)' : 'toStartOfDay(created_at)';
+  const result = await ch.client.query({
+    query: `SELECT toString(${bucket}) AS bucket, toString(sum(amount)) AS amount
+              FROM ${ch.table('creator_earnings')} FINAL
+             WHERE creator_id = {creator:UUID}
+               AND created_at >= {from:DateTime64(3, 'UTC')} AND created_at < {to:DateTime64(3, 'UTC')}
+             GROUP BY bucket ORDER BY bucket`,
+    query_params: { creator: creatorId, from: from.getTime() / 1000, to: to.getTime() / 1000 },
+    format: 'JSONEachRow',
+  });
+  return (await result.json<{ bucket: string; amount: string }>()).map((row) => ({
+    bucket: row.bucket,
+    amountMicro: BigInt(row.amount),
+  }));
+}
+
+export async function postStats(ch: ClickHouse, postId: string): Promise<PostStats> {
+  const result = await ch.client.query({
+    query: `SELECT
+              toString(sumIf(delta, type IN ('post.liked', 'post.unliked'))) AS likes,
+              toString(countIf(type = 'post.replied')) AS replies,
+              toString(countIf(type = 'post.quoted')) AS quotes,
+              toString(countIf(type = 'post.reposted')) AS reposts
+            FROM ${ch.table('post_engagement')} FINAL WHERE post_id = {post:UUID}`,
+    query_params: { post: postId },
+    format: 'JSONEachRow',
+  });
+  const [row] = await result.json<Record<string, string>>();
+  return {
+    likes: Number(row?.likes ?? 0),
+    replies: Number(row?.replies ?? 0),
+    quotes: Number(row?.quotes ?? 0),
+    reposts: Number(row?.reposts ?? 0),
+  };
+}
+
+function toRow(row: Record<string, string>): ReconciliationRow {
+  return {
+    movementId: row.movement_id!,
+    signature: row.signature!,
+    day: row.day!,
+    status: row.status as ReconciliationStatus,
+    ledgerAmountMicro: BigInt(row.ledger_amount!),
+    chainAmountMicro: BigInt(row.chain_amount!),
+    commitment: row.commitment!,
+    detail: row.detail!,
+    checkedAt: row.checked_at!,
+  };
+}

@@ -1,0 +1,138 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ChainError, type RpcClient } from '../../adapters/solana/index.js';
+
+/** A landed transaction as the indexer keeps it. */
+export interface FetchedTransaction {
+  signature: string;
+  slot: number;
+  blockTime: Date;
+  fee: number;
+  /** null on success; the on-chain error JSON otherwise. */
+  err: unknown;
+  /** Net token movement per token account (post - pre), zero movements left out. */
+  movements: TokenMovement[];
+}
+
+export interface TokenMovement {
+  accountIndex: number;
+  mint: string;
+  owner: string;
+  tokenAccount: string;
+  amount: bigint;
+}
+
+interface TokenBalance {
+  accountIndex: number;
+  mint: string;
+  owner?: string;
+  uiTokenAmount: { amount: string };
+}
+
+interface RpcTransaction {
+  slot: number;
+  blockTime: number | null;
+  meta: {
+    err: unknown;
+    fee: number;
+    preTokenBalances?: TokenBalance[];
+    postTokenBalances?: TokenBalance[];
+  } | null;
+  transaction: { message: { accountKeys: Array<string | { pubkey: string }> }; signatures: string[] };
+}
+
+/** getTransaction calls per JSON-RPC batch, and batches in flight at once. */
+const CALLS_PER_BATCH = 100;
+const BATCHES_IN_FLIGHT = 4;
+/** Retryable failures (429, 5xx, timeouts) are retried this often, backing off from 250 ms. */
+const ATTEMPTS = 5;
+
+/**
+ * getTransaction for many signatures: batched JSON-RPC (100 calls a request, 4 requests in flight),
+ * with backoff on rate limits and server errors (honouring Retry-After). A signature the node does
+ * not know at that commitment maps to null.
+ */
+export async function fetchTransactions(
+  rpc: RpcClient,
+  signatures: readonly string[],
+  commitment: 'confirmed' | 'finalized',
+): Promise<Map<string, FetchedTransaction | null>> {
+  const result = new Map<string, FetchedTransaction | null>();
+  const chunks: string[][] = [];
+  for (let from = 0; from < signatures.length; from += CALLS_PER_BATCH) {
+    chunks.push(signatures.slice(from, from + CALLS_PER_BATCH));
+  }
+  let next = 0;
+  const lane = async () => {
+    for (let k = next++; k < chunks.length; k = next++) {
+      const chunk = chunks[k]!;
+      const answers = await withBackoff(() =>
+        rpc.batch<RpcTransaction | null>(
+          chunk.map((signature) => ({
+            method: 'getTransaction',
+            params: [signature, { encoding: 'json', commitment, maxSupportedTransactionVersion: 0 }],
+          })),
+        ),
+      );
+      answers.forEach((answer, i) => {
+        const signature = chunk[i]!;
+        if ('error' in answer) throw answer.error;
+        result.set(signature, answer.result ? toFetched(signature, answer.result) : null);
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(BATCHES_IN_FLIGHT, chunks.length) }, lane));
+  return result;
+}
+
+/** Net change of `mint` per owner in a fetched transaction. */
+export function usdcDeltas(tx: FetchedTransaction, mint: string): Map<string, bigint> {
+  const deltas = new Map<string, bigint>();
+  for (const movement of tx.movements) {
+    if (movement.mint !== mint) continue;
+    deltas.set(movement.owner, (deltas.get(movement.owner) ?? 0n) + movement.amount);
+  }
+  return deltas;
+}
+
+function toFetched(signature: string, tx: RpcTransaction): FetchedTransaction {
+  const keys = tx.transaction.message.accountKeys.map((key) => (typeof key === 'string' ? key : key.pubkey));
+  const pre = new Map((tx.meta?.preTokenBalances ?? []).map((b) => [b.accountIndex, b]));
+  const post = new Map((tx.meta?.postTokenBalances ?? []).map((b) => [b.accountIndex, b]));
+  const movements: TokenMovement[] = [];
+  for (const index of new Set([...pre.keys(), ...post.keys()])) {
+    const before = pre.get(index);
+    const after = post.get(index);
+    const balance = after ?? before!;
+    // A token account created in this transaction has no pre-balance (0); a closed one no post.
+    const amount = BigInt(after?.uiTokenAmount.amount ?? '0') - BigInt(before?.uiTokenAmount.amount ?? '0');
+    if (amount === 0n) continue;
+    movements.push({
+      accountIndex: index,
+      mint: balance.mint,
+      owner: balance.owner ?? '',
+      tokenAccount: keys[index] ?? '',
+      amount,
+    });
+  }
+  return {
+    signature,
+    slot: tx.slot,
+    blockTime: new Date((tx.blockTime ?? 0) * 1000),
+    fee: tx.meta?.fee ?? 0,
+    err: tx.meta?.err ?? null,
+    movements,
+  };
+}
+
+async function withBackoff<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      if (!(error instanceof ChainError) || !error.retryable || attempt >= ATTEMPTS) throw error;
+      const waitMs =
+        error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : 250 * 2 ** (attempt - 1);
+      await sleep(waitMs);
+    }
+  }
+}

@@ -1,0 +1,241 @@
+import { sql } from 'kysely';
+import type { ClickHouse } from '../../adapters/clickhouse/index.js';
+import type { Db } from '../../adapters/postgres/db.js';
+import { ChainError, type PlatformChain, type RpcClient } from '../../adapters/solana/index.js';
+import type { Metrics } from '../../api/metrics.js';
+import {
+  addDelta,
+  compareDeltas,
+  type ReconciliationStatus,
+} from '../../domain/reconciliation/reconciliation.js';
+import { clickhouseTime } from './event-shipper.js';
+import { fetchTransactions, usdcDeltas, type FetchedTransaction } from './chain-reader.js';
+
+export interface ReconcilerDeps {
+  db: Db;
+  clickhouse: ClickHouse;
+  rpc: RpcClient;
+  metrics: Metrics;
+  bootstrapChain(): Promise<PlatformChain>;
+}
+
+export interface ReconcileOptions {
+  /** An outbox transaction not found on chain this long after it was signed is `missing`. */
+  missingAfterMs: number;
+  /** Rows per round. */
+  limit?: number;
+  /** Re-check rows already reconciled, created at or after this time (`reconcile --since`). */
+  since?: Date;
+  /** Wait this long after the confirmed check before the finalized one. @defaultValue 15_000 */
+  finalizedRecheckMs?: number;
+}
+
+export interface ReconcileRound {
+  checked: number;
+  byStatus: Partial<Record<ReconciliationStatus, number>>;
+}
+
+/** A transaction is finalized ~32 slots (~13 s) after it lands; re-checking before is wasted RPC. */
+const FINALIZED_RECHECK_MS = 15_000;
+
+interface OutboxRow {
+  id: string;
+  movement_id: string;
+  signature: string;
+  status: string;
+  created_at: Date;
+  movement_created_at: Date;
+  reconciled_commitment: 'confirmed' | 'finalized' | null;
+}
+
+/**
+ * One round of reconciliation: takes outbox transactions that need a verdict (never checked;
+ * checked at confirmed and old enough to be finalized; or, with `since`, everything from then),
+ * fetches them from chain (batched getTransaction), derives the USDC movements from pre/post token
+ * balances, compares them with the ledger legs and records the verdict in ClickHouse (with the
+ * transaction and its movements) and on the outbox row. Rows are claimed FOR UPDATE SKIP LOCKED
+ * inside one transaction, so two indexers never check the same row at once, and the row's
+ * `reconciled_commitment` makes a restart resume where it stopped.
+ */
+export async function reconcileRound(
+  deps: ReconcilerDeps,
+  options: ReconcileOptions,
+): Promise<ReconcileRound> {
+  const limit = options.limit ?? 500;
+  const platform = await deps.bootstrapChain();
+  return deps.db.transaction().execute(async (trx) => {
+    const finalizedBefore = new Date(Date.now() - (options.finalizedRecheckMs ?? FINALIZED_RECHECK_MS));
+    const { rows } = await sql<OutboxRow>`
+      SELECT c.id, c.movement_id, c.signature, c.status, c.created_at, c.reconciled_commitment,
+             m.created_at AS movement_created_at
+        FROM chain_transactions c JOIN ledger_movements m ON m.id = c.movement_id
+       WHERE ${
+         options.since
+           ? sql`c.created_at >= ${options.since}`
+           : sql`c.reconciled_commitment IS DISTINCT FROM 'finalized'
+             AND (c.reconciled_commitment IS NULL OR c.reconciled_at < ${finalizedBefore})`
+       }
+       ORDER BY c.created_at
+       LIMIT ${limit}
+         FOR UPDATE OF c SKIP LOCKED`.execute(trx);
+    if (rows.length === 0) return { checked: 0, byStatus: {} };
+
+    // Each row is fetched at the next commitment it needs: confirmed first, finalized after.
+    const wanted = (row: OutboxRow) =>
+      row.reconciled_commitment === 'confirmed' ? 'finalized' : 'confirmed';
+    const fetched = new Map<string, FetchedTransaction | null>();
+    for (const commitment of ['confirmed', 'finalized'] as const) {
+      const signatures = rows.filter((row) => wanted(row) === commitment).map((row) => row.signature);
+      try {
+        for (const [signature, tx] of await fetchTransactions(deps.rpc, signatures, commitment)) {
+          fetched.set(signature, tx);
+        }
+      } catch (error) {
+        if (error instanceof ChainError) deps.metrics.rpcErrors.inc({ kind: error.kind });
+        throw error;
+      }
+    }
+    const legs = await ledgerDeltas(
+      trx,
+      platform,
+      rows.map((row) => row.movement_id),
+    );
+
+    const byStatus: Partial<Record<ReconciliationStatus, number>> = {};
+    const verdicts: Array<Record<string, unknown>> = [];
+    const chainRows: Array<Record<string, unknown>> = [];
+    const movementRows: Array<Record<string, unknown>> = [];
+    const now = new Date();
+    for (const row of rows) {
+      const tx = fetched.get(row.signature) ?? null;
+      const ledger = legs.get(row.movement_id) ?? new Map<string, bigint>();
+      let status: ReconciliationStatus;
+      let chainAmount = 0n;
+      let ledgerAmount = [...ledger.values()].reduce((s, a) => (a > 0n ? s + a : s), 0n);
+      let detail: string;
+      let commitment: 'confirmed' | 'finalized' | null;
+      if (!tx) {
+        const age = now.getTime() - row.created_at.getTime();
+        status = age >= options.missingAfterMs ? 'missing' : 'pending';
+        detail = status === 'missing' ? `not found on chain ${Math.round(age / 1000)} s after signing` : '';
+        // A row seen confirmed before and not found now (a finalized look on a fork): keep its
+        // commitment, so it is looked at again.
+        commitment = row.reconciled_commitment === 'confirmed' && status === 'pending' ? 'confirmed' : null;
+      } else {
+        commitment = wanted(row);
+        const chain = usdcDeltas(tx, platform.usdcMint.toBase58());
+        chainAmount = [...chain.values()].reduce((s, a) => (a > 0n ? s + a : s), 0n);
+        chainRows.push({
+          signature: tx.signature,
+          slot: tx.slot,
+          block_time: clickhouseTime(tx.blockTime),
+          fee: tx.fee,
+          status: tx.err === null ? 'success' : 'failed',
+          error: tx.err === null ? '' : JSON.stringify(tx.err),
+        });
+        for (const movement of tx.movements) {
+          movementRows.push({
+            signature: tx.signature,
+            account_index: movement.accountIndex,
+            mint: movement.mint,
+            owner: movement.owner,
+            token_account: movement.tokenAccount,
+            amount: movement.amount.toString(),
+            block_time: clickhouseTime(tx.blockTime),
+          });
+        }
+        if (tx.err !== null) {
+          status = 'failed_on_chain';
+          // The ledger reversed it (a 'failed' outbox row): nothing moved on either side.
+          detail =
+            row.status === 'failed'
+              ? 'failed on chain; the ledger movement was reversed'
+              : `failed on chain but the outbox says ${row.status}`;
+          if (row.status === 'failed') ledgerAmount = 0n;
+        } else {
+          const verdict = compareDeltas(ledger, chain);
+          status = verdict.status;
+          detail = verdict.detail;
+        }
+      }
+      byStatus[status] = (byStatus[status] ?? 0) + 1;
+      deps.metrics.reconciliations.inc({ status, commitment: commitment ?? '' });
+      verdicts.push({
+        movement_id: row.movement_id,
+        signature: row.signature,
+        ledger_day: row.movement_created_at.toISOString().slice(0, 10),
+        status,
+        ledger_amount: ledgerAmount.toString(),
+        chain_amount: chainAmount.toString(),
+        commitment: commitment ?? '',
+        detail,
+        checked_at: clickhouseTime(now),
+      });
+      await trx
+        .updateTable('chain_transactions')
+        .set({ reconciled_commitment: commitment, reconciled_status: status, reconciled_at: now })
+        .where('id', '=', row.id)
+        .execute();
+    }
+    // ClickHouse first, then the Postgres commit: a crash between re-checks the rows (the
+    // ReplacingMergeTrees keep one verdict each), never skips one.
+    if (chainRows.length > 0) await insert(deps.clickhouse, 'chain_transactions', chainRows);
+    if (movementRows.length > 0) await insert(deps.clickhouse, 'token_movements', movementRows);
+    await insert(deps.clickhouse, 'reconciliation', verdicts);
+    return { checked: rows.length, byStatus };
+  });
+}
+
+/** Seconds since the oldest outbox transaction not yet reconciled at confirmed was signed. */
+export async function reconciliationLag(db: Db): Promise<number> {
+  const row = await db
+    .selectFrom('chain_transactions')
+    .select(sql<number | null>`extract(epoch FROM now() - min(created_at))::float8`.as('lag'))
+    .where('reconciled_commitment', 'is', null)
+    .executeTakeFirst();
+  return row?.lag ?? 0;
+}
+
+/**
+ * The ledger's expected USDC change per wallet owner for each movement (its legs and, when it was
+ * reversed, the reversal's too: a reversed movement expects nothing to have moved).
+ */
+async function ledgerDeltas(
+  db: Db,
+  platform: PlatformChain,
+  movementIds: readonly string[],
+): Promise<Map<string, Map<string, bigint>>> {
+  const { rows } = await sql<{
+    movement_id: string;
+    kind: string;
+    wallet_address: string | null;
+    amount: bigint;
+  }>`
+    WITH movements AS (
+      SELECT id, id AS original FROM ledger_movements WHERE id = ANY(${movementIds}::uuid[])
+      UNION ALL
+      SELECT id, reverses_id FROM ledger_movements WHERE reverses_id = ANY(${movementIds}::uuid[]))
+    SELECT m.original AS movement_id, a.kind, acc.wallet_address, l.amount
+      FROM movements m
+      JOIN ledger_legs l ON l.movement_id = m.id
+      JOIN ledger_accounts a ON a.id = l.ledger_account_id
+      LEFT JOIN accounts acc ON acc.id = a.account_id`.execute(db);
+  const platformOwners: Record<string, string> = {
+    treasury: platform.signers.treasury.publicKey.toBase58(),
+    creator_fund: platform.signers.creator_fund.publicKey.toBase58(),
+    swap_pool: platform.signers.pool_authority.publicKey.toBase58(),
+  };
+  const byMovement = new Map<string, Map<string, bigint>>();
+  for (const row of rows) {
+    const owner = row.kind === 'user' ? row.wallet_address : platformOwners[row.kind];
+    if (!owner) continue; // external (deposits), fee pool: no wallet of ours on this side
+    let deltas = byMovement.get(row.movement_id);
+    if (!deltas) byMovement.set(row.movement_id, (deltas = new Map<string, bigint>()));
+    addDelta(deltas, owner, row.amount);
+  }
+  return byMovement;
+}
+
+async function insert(clickhouse: ClickHouse, table: string, values: Array<Record<string, unknown>>) {
+  await clickhouse.client.insert({ table: clickhouse.table(table), format: 'JSONEachRow', values });
+}

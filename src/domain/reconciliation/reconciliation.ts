@@ -1,0 +1,85 @@
+/**
+ * Reconciliation: does what the chain moved equal what the ledger says moved? Pure rules; the
+ * indexer (src/app/indexer) fetches both sides and records the verdict.
+ */
+
+export type ReconciliationStatus =
+  'matched' | 'amount_mismatch' | 'wrong_party' | 'failed_on_chain' | 'missing' | 'pending' | 'unexplained';
+
+export const RECONCILIATION_STATUSES: readonly ReconciliationStatus[] = [
+  'matched',
+  'amount_mismatch',
+  'wrong_party',
+  'failed_on_chain',
+  'missing',
+  'pending',
+  'unexplained',
+];
+
+/** Every status but `matched` is an exception finance looks at. */
+export const isException = (status: ReconciliationStatus): boolean => status !== 'matched';
+
+/** Net change per wallet owner (base58 address), in the mint's base units; zero entries left out. */
+export type Deltas = ReadonlyMap<string, bigint>;
+
+export interface Verdict {
+  status: 'matched' | 'amount_mismatch' | 'wrong_party';
+  /** Sum of the positive deltas on each side: the money that moved. */
+  ledgerAmount: bigint;
+  chainAmount: bigint;
+  /** Human-readable difference, '' when matched. */
+  detail: string;
+}
+
+/**
+ * Compares the ledger's expected net change per owner with the chain's. Another set of owners is
+ * `wrong_party` (money went to, or came from, someone the ledger does not name); the same owners
+ * with another amount is `amount_mismatch`.
+ */
+export function compareDeltas(ledger: Deltas, chain: Deltas): Verdict {
+  const ledgerAmount = positiveSum(ledger);
+  const chainAmount = positiveSum(chain);
+  const owners = new Set([...nonZero(ledger).keys(), ...nonZero(chain).keys()]);
+  const onlyLedger = [...owners].filter((o) => !nonZero(chain).has(o));
+  const onlyChain = [...owners].filter((o) => !nonZero(ledger).has(o));
+  if (onlyLedger.length > 0 || onlyChain.length > 0) {
+    return {
+      status: 'wrong_party',
+      ledgerAmount,
+      chainAmount,
+      detail: [
+        onlyLedger.length
+          ? `ledger names ${onlyLedger.join(', ')} but the chain did not move their money`
+          : '',
+        onlyChain.length ? `the chain moved money of ${onlyChain.join(', ')} the ledger does not name` : '',
+      ]
+        .filter(Boolean)
+        .join('; '),
+    };
+  }
+  const differing = [...owners].filter((o) => (ledger.get(o) ?? 0n) !== (chain.get(o) ?? 0n));
+  if (differing.length > 0) {
+    return {
+      status: 'amount_mismatch',
+      ledgerAmount,
+      chainAmount,
+      detail: differing
+        .map((o) => `${o}: ledger ${ledger.get(o) ?? 0n}, chain ${chain.get(o) ?? 0n}`)
+        .join('; '),
+    };
+  }
+  return { status: 'matched', ledgerAmount, chainAmount, detail: '' };
+}
+
+/** Adds `amount` to `owner`'s entry. */
+export function addDelta(deltas: Map<string, bigint>, owner: string, amount: bigint): void {
+  deltas.set(owner, (deltas.get(owner) ?? 0n) + amount);
+}
+
+function nonZero(deltas: Deltas): Map<string, bigint> {
+  return new Map([...deltas].filter(([, amount]) => amount !== 0n));
+}
+
+function positiveSum(deltas: Deltas): bigint {
+  return [...deltas.values()].reduce((sum, amount) => (amount > 0n ? sum + amount : sum), 0n);
+}

@@ -1,0 +1,236 @@
+import { PublicKey } from '@solana/web3.js';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createClickHouse } from '../src/adapters/clickhouse/index.js';
+import type { PlatformChain } from '../src/adapters/solana/index.js';
+import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { signUsdcPayment, walletSigner } from '../src/app/write-path/payment-transaction.js';
+import { settlePayment } from '../src/app/write-path/settle-payment.js';
+import { shipBatch } from '../src/app/indexer/event-shipper.js';
+import { reconcileRound } from '../src/app/indexer/reconciler.js';
+import type { Account } from '../src/domain/accounts/account.js';
+import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { drainOnChain } from './support/chain-tampering.js';
+import { depositUsdc } from './support/deposit.js';
+import { openTestEnv, type TestEnv } from './support/test-env.js';
+
+/**
+ * The reconciler against the real localnet: payments made by the write path, and payments whose
+ * on-chain transaction was tampered with (another amount, another recipient, never sent, failed),
+ * each judged from getTransaction's pre/post token balances against the ledger legs.
+ */
+let env: TestEnv;
+let platform: PlatformChain;
+
+beforeAll(async () => {
+  env = await openTestEnv({}, { chain: true });
+  platform = await env.app.bootstrapChain();
+});
+afterAll(async () => {
+  await env?.close();
+});
+
+async function funded(handle: string, micro: bigint): Promise<Account> {
+  const account = await createAccount(env.app, { handle });
+  await depositUsdc(env.app, platform, account, micro);
+  return account;
+}
+
+/** Everything unreconciled, judged now (no finalized wait, `missing` only when asked). */
+const reconcile = (missingAfterMs = 600_000) =>
+  reconcileRound(env.app, { missingAfterMs, finalizedRecheckMs: 0, limit: 1_000 });
+
+async function verdictOf(movementId: string) {
+  const result = await env.app.clickhouse.client.query({
+    query: `SELECT status, ledger_amount, chain_amount, commitment, detail
+              FROM ${env.app.clickhouse.table('reconciliation')} FINAL
+             WHERE movement_id = {id:UUID}`,
+    query_params: { id: movementId },
+    format: 'JSONEachRow',
+  });
+  const rows = await result.json<{
+    status: string;
+    ledger_amount: string;
+    chain_amount: string;
+    commitment: string;
+    detail: string;
+  }>();
+  expect(rows).toHaveLength(1);
+  return rows[0]!;
+}
+
+const movementOf = async (chainTransactionId: string) =>
+  (
+    await env.app.db
+      .selectFrom('chain_transactions')
+      .select(['movement_id', 'reconciled_status', 'reconciled_commitment'])
+      .where('id', '=', chainTransactionId)
+      .executeTakeFirstOrThrow()
+  ).movement_id;
+
+/**
+ * Replaces a committed payment's signed transaction with another one (as a bug in the signing code
+ * would): the ledger still says what it said; the chain will do what the new bytes say.
+ */
+async function replaceSignedPayment(
+  chainTransactionId: string,
+  payer: Account,
+  to: Array<{ owner: PublicKey; amountMicro: bigint }>,
+) {
+  const signer = await walletSigner(env.app.db, env.app.keystore, payer.id);
+  const forged = await signUsdcPayment(env.app.rpc, platform, { from: signer, to, memo: 'tampered' });
+  await env.app.db
+    .updateTable('chain_transactions')
+    .set({
+      wire: forged.wire,
+      signature: forged.signature,
+      blockhash: forged.blockhash,
+      last_valid_block_height: BigInt(forged.lastValidBlockHeight),
+    })
+    .where('id', '=', chainTransactionId)
+    .execute();
+}
+
+describe('reconciliation', () => {
+  test('a normal day reconciles 100% matched, at confirmed and again at finalized', async () => {
+    const author = await funded('rc_author', 5_000_000n);
+    const fan = await funded('rc_fan', 5_000_000n);
+    const parent = await createPaidPost(env.app, author.id, { type: 'post', content: 'hello' });
+    const reply = await createPaidPost(env.app, fan.id, {
+      type: 'reply',
+      content: 'hi',
+      parent_id: parent.id,
+    });
+    const quote = await createPaidPost(env.app, fan.id, {
+      type: 'quote',
+      content: 'look',
+      quoted_post_id: parent.id,
+    });
+    for (const p of [parent, reply, quote])
+      expect(await settlePayment(env.app, p.chainTransactionId)).toBe('confirmed');
+
+    const first = await reconcile();
+    expect(first.byStatus).toEqual({ matched: 3 });
+    const verdict = await verdictOf(await movementOf(reply.chainTransactionId));
+    expect(verdict).toMatchObject({ status: 'matched', commitment: 'confirmed', ledger_amount: '1000000' });
+    expect(verdict.chain_amount).toBe('1000000');
+
+    // The finalized look comes once the slots have passed; then nothing is left to check.
+    env.localnet!.chain.warp(40);
+    expect((await reconcile()).byStatus).toEqual({ matched: 3 });
+    expect((await verdictOf(await movementOf(reply.chainTransactionId))).commitment).toBe('finalized');
+    expect((await reconcile()).checked).toBe(0);
+
+    // The token movements of the reply: the fan paid 1, the author and the treasury got 0.5 each.
+    const movements = await env.app.clickhouse.client.query({
+      query: `SELECT owner, amount FROM ${env.app.clickhouse.table('token_movements')} FINAL
+               WHERE signature = {sig:String} ORDER BY amount`,
+      query_params: { sig: reply.swapTx },
+      format: 'JSONEachRow',
+    });
+    expect(await movements.json()).toEqual(
+      [
+        { owner: fan.walletAddress, amount: '-1000000' },
+        { owner: author.walletAddress, amount: '500000' },
+        { owner: platform.signers.treasury.publicKey.toBase58(), amount: '500000' },
+      ].sort((a, b) => Number(BigInt(a.amount) - BigInt(b.amount))),
+    );
+  });
+
+  test('another amount on chain is amount_mismatch; another recipient is wrong_party', async () => {
+    const payer = await funded('rc_payer', 5_000_000n);
+    const stranger = await funded('rc_stranger', 1n);
+    const short = await createPaidPost(env.app, payer.id, { type: 'post', content: 'short' });
+    await replaceSignedPayment(short.chainTransactionId, payer, [
+      { owner: platform.signers.treasury.publicKey, amountMicro: 900_000n },
+    ]);
+    const astray = await createPaidPost(env.app, payer.id, { type: 'post', content: 'astray' });
+    await replaceSignedPayment(astray.chainTransactionId, payer, [
+      { owner: new PublicKey(stranger.walletAddress), amountMicro: 1_000_000n },
+    ]);
+    for (const p of [short, astray])
+      expect(await settlePayment(env.app, p.chainTransactionId)).toBe('confirmed');
+
+    await reconcile();
+    expect(await verdictOf(await movementOf(short.chainTransactionId))).toMatchObject({
+      status: 'amount_mismatch',
+      ledger_amount: '1000000',
+      chain_amount: '900000',
+    });
+    const wrong = await verdictOf(await movementOf(astray.chainTransactionId));
+    expect(wrong.status).toBe('wrong_party');
+    expect(wrong.detail).toContain(stranger.walletAddress);
+  });
+
+  test('a signature that never landed becomes missing (pending before the configured time)', async () => {
+    const payer = await funded('rc_ghost', 2_000_000n);
+    const ghost = await createPaidPost(env.app, payer.id, { type: 'post', content: 'never sent' });
+    const movementId = await movementOf(ghost.chainTransactionId);
+    await reconcile(600_000);
+    expect((await verdictOf(movementId)).status).toBe('pending');
+    await reconcile(0);
+    expect(await verdictOf(movementId)).toMatchObject({ status: 'missing', chain_amount: '0' });
+  });
+
+  test('a payment that landed with an error (and was reversed) is failed_on_chain, nothing moved', async () => {
+    const payer = await funded('rc_failing', 1_000_000n);
+    const doomed = await createPaidPost(env.app, payer.id, { type: 'post', content: 'doomed' });
+    await drainOnChain(env.app, platform, payer, 1_000_000n);
+    // Sent without preflight, it lands with its error (and its fee), as on a validator.
+    const row = await env.app.db
+      .selectFrom('chain_transactions')
+      .select('wire')
+      .where('id', '=', doomed.chainTransactionId)
+      .executeTakeFirstOrThrow();
+    await env.app.rpc.sendTransaction(row.wire, { skipPreflight: true, preflightCommitment: 'confirmed' });
+    expect(await settlePayment(env.app, doomed.chainTransactionId)).toBe('failed');
+
+    await reconcile();
+    const verdict = await verdictOf(await movementOf(doomed.chainTransactionId));
+    expect(verdict).toMatchObject({ status: 'failed_on_chain', chain_amount: '0', ledger_amount: '0' });
+    expect(verdict.detail).toContain('reversed');
+  });
+
+  test('earnings in ClickHouse equal the ledger earn legs to the micro-dollar, even when ClickHouse was down', async () => {
+    const down = createClickHouse({ kind: 'http', url: 'http://127.0.0.1:9' }, env.app.clickhouse.database);
+    await expect(shipBatch({ db: env.app.db, clickhouse: down })).rejects.toThrow();
+    await down.close();
+    const waiting = await env.app.db
+      .selectFrom('domain_events')
+      .select(env.app.db.fn.countAll<string>().as('n'))
+      .where('shipped_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    expect(Number(waiting.n)).toBeGreaterThan(0); // nothing was marked shipped
+
+    for (let round = 0; round < 10; round++) {
+      const shipped = await shipBatch(env.app);
+      if (shipped.events === 0 && shipped.legs === 0) break;
+    }
+    // Shipping again (a retried batch) changes nothing: rows collapse by id.
+    await env.app.db.updateTable('domain_events').set({ shipped_at: null }).execute();
+    await shipBatch(env.app);
+
+    const { rows: ledger } = await sql<{ account_id: string; earned: string }>`
+      SELECT a.account_id, sum(l.amount)::text AS earned
+        FROM ledger_legs l JOIN ledger_accounts a ON a.id = l.ledger_account_id
+       WHERE l.counts = 'earned' AND a.kind = 'user'
+       GROUP BY a.account_id ORDER BY a.account_id`.execute(env.app.db);
+    expect(ledger.length).toBeGreaterThan(0);
+    const result = await env.app.clickhouse.client.query({
+      query: `SELECT toString(creator_id) AS account_id, toString(sum(amount)) AS earned
+                FROM ${env.app.clickhouse.table('creator_earnings')} FINAL
+               GROUP BY creator_id ORDER BY account_id`,
+      format: 'JSONEachRow',
+    });
+    expect(await result.json()).toEqual(ledger);
+
+    const { rows: events } = await sql<{ n: string }>`SELECT count(*)::text AS n FROM domain_events`.execute(
+      env.app.db,
+    );
+    const shippedEvents = await env.app.clickhouse.client.query({
+      query: `SELECT toString(count()) AS n FROM ${env.app.clickhouse.table('domain_events')} FINAL`,
+      format: 'JSONEachRow',
+    });
+    expect(await shippedEvents.json()).toEqual([{ n: events[0]!.n }]);
+  });
+});

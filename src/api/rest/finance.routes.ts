@@ -74,7 +74,7 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
         exception_counts: Object.fromEntries(
           RECONCILIATION_STATUSES.filter((s) => s !== 'matched').map((s) => [
             s,
-            summary?.exceptions[s as Exclude<typeof s, 'matched'>] ?? 0,
+            summary?.exceptions[s] ?? 0,
           ]),
         ),
         exceptions: rows.map((row) => ({

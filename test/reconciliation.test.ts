@@ -4,13 +4,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createClickHouse } from '../src/adapters/clickhouse/index.js';
 import type { PlatformChain } from '../src/adapters/solana/index.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
-import { signUsdcPayment, walletSigner } from '../src/app/write-path/payment-transaction.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
-import { drainOnChain } from './support/chain-tampering.js';
+import { drainOnChain, replaceSignedPayment } from './support/chain-tampering.js';
 import { depositUsdc } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
@@ -68,29 +67,6 @@ const movementOf = async (chainTransactionId: string) =>
       .executeTakeFirstOrThrow()
   ).movement_id;
 
-/**
- * Replaces a committed payment's signed transaction with another one (as a bug in the signing code
- * would): the ledger still says what it said; the chain will do what the new bytes say.
- */
-async function replaceSignedPayment(
-  chainTransactionId: string,
-  payer: Account,
-  to: Array<{ owner: PublicKey; amountMicro: bigint }>,
-) {
-  const signer = await walletSigner(env.app.db, env.app.keystore, payer.id);
-  const forged = await signUsdcPayment(env.app.rpc, platform, { from: signer, to, memo: 'tampered' });
-  await env.app.db
-    .updateTable('chain_transactions')
-    .set({
-      wire: forged.wire,
-      signature: forged.signature,
-      blockhash: forged.blockhash,
-      last_valid_block_height: BigInt(forged.lastValidBlockHeight),
-    })
-    .where('id', '=', chainTransactionId)
-    .execute();
-}
-
 describe('reconciliation', () => {
   test('a normal day reconciles 100% matched, at confirmed and again at finalized', async () => {
     const author = await funded('rc_author', 5_000_000n);
@@ -141,11 +117,11 @@ describe('reconciliation', () => {
     const payer = await funded('rc_payer', 5_000_000n);
     const stranger = await funded('rc_stranger', 1n);
     const short = await createPaidPost(env.app, payer.id, { type: 'post', content: 'short' });
-    await replaceSignedPayment(short.chainTransactionId, payer, [
+    await replaceSignedPayment(env.app, platform, short.chainTransactionId, payer, [
       { owner: platform.signers.treasury.publicKey, amountMicro: 900_000n },
     ]);
     const astray = await createPaidPost(env.app, payer.id, { type: 'post', content: 'astray' });
-    await replaceSignedPayment(astray.chainTransactionId, payer, [
+    await replaceSignedPayment(env.app, platform, astray.chainTransactionId, payer, [
       { owner: new PublicKey(stranger.walletAddress), amountMicro: 1_000_000n },
     ]);
     for (const p of [short, astray])

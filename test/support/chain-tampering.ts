@@ -6,7 +6,8 @@ import {
   type PlatformChain,
 } from '../../src/adapters/solana/index.js';
 import type { App } from '../../src/app/app.js';
-import { walletSigner } from '../../src/app/write-path/payment-transaction.js';
+import type { PublicKey } from '@solana/web3.js';
+import { signUsdcPayment, walletSigner } from '../../src/app/write-path/payment-transaction.js';
 import type { Account } from '../../src/domain/accounts/account.js';
 
 /**
@@ -37,4 +38,29 @@ export async function drainOnChain(
   const signed = signTransaction(drain, [platform.signers.fee_payer, signer]);
   await sendAndConfirm(app.rpc, { ...signed, lastValidBlockHeight }, { commitment: 'confirmed' });
   return signed.signature;
+}
+
+/**
+ * Replaces a committed payment's signed transaction with another one (as a bug in the signing code
+ * would): the ledger still says what it said; the chain will do what the new bytes say.
+ */
+export async function replaceSignedPayment(
+  app: App,
+  platform: PlatformChain,
+  chainTransactionId: string,
+  payer: Account,
+  to: Array<{ owner: PublicKey; amountMicro: bigint }>,
+): Promise<void> {
+  const signer = await walletSigner(app.db, app.keystore, payer.id);
+  const forged = await signUsdcPayment(app.rpc, platform, { from: signer, to, memo: 'tampered' });
+  await app.db
+    .updateTable('chain_transactions')
+    .set({
+      wire: forged.wire,
+      signature: forged.signature,
+      blockhash: forged.blockhash,
+      last_valid_block_height: BigInt(forged.lastValidBlockHeight),
+    })
+    .where('id', '=', chainTransactionId)
+    .execute();
 }

@@ -7,10 +7,8 @@ import { createPaidPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
-import type { Account } from '../src/domain/accounts/account.js';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { drainOnChain, replaceSignedPayment } from './support/chain-tampering.js';
-import { depositUsdc } from './support/deposit.js';
+import { fundedAccount } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 /**
@@ -29,11 +27,7 @@ afterAll(async () => {
   await env?.close();
 });
 
-async function funded(handle: string, micro: bigint): Promise<Account> {
-  const account = await createAccount(env.app, { handle });
-  await depositUsdc(env.app, platform, account, micro);
-  return account;
-}
+const funded = (handle: string, micro: bigint) => fundedAccount(env.app, platform, handle, micro);
 
 /** Everything unreconciled, judged now (no finalized wait, `missing` only when asked). */
 const reconcile = (missingAfterMs = 600_000) =>
@@ -100,7 +94,7 @@ describe('reconciliation', () => {
     // The token movements of the reply: the fan paid 1, the author and the treasury got 0.5 each.
     const movements = await env.app.clickhouse.client.query({
       query: `SELECT owner, amount FROM ${env.app.clickhouse.table('token_movements')} FINAL
-               WHERE signature = {sig:String} ORDER BY amount`,
+               WHERE signature = {sig:String} ORDER BY amount, owner`,
       query_params: { sig: reply.swapTx },
       format: 'JSONEachRow',
     });
@@ -109,7 +103,8 @@ describe('reconciliation', () => {
         { owner: fan.walletAddress, amount: '-1000000' },
         { owner: author.walletAddress, amount: '500000' },
         { owner: platform.signers.treasury.publicKey.toBase58(), amount: '500000' },
-      ].sort((a, b) => Number(BigInt(a.amount) - BigInt(b.amount))),
+        // As ClickHouse orders them: by amount, then by owner's bytes.
+      ].sort((a, b) => Number(BigInt(a.amount) - BigInt(b.amount)) || (a.owner < b.owner ? -1 : 1)),
     );
   });
 

@@ -3,10 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
-import type { Account } from '../src/domain/accounts/account.js';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { drainOnChain } from './support/chain-tampering.js';
-import { depositUsdc } from './support/deposit.js';
+import { fundedAccount } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 /** The payments worker's settlement, driven step by step (no queue) to reach the rare paths. */
@@ -21,11 +19,7 @@ afterAll(async () => {
   await env?.close();
 });
 
-async function funded(handle: string, micro: bigint): Promise<Account> {
-  const account = await createAccount(env.app, { handle });
-  await depositUsdc(env.app, platform, account, micro);
-  return account;
-}
+const funded = (handle: string, micro: bigint) => fundedAccount(env.app, platform, handle, micro);
 
 const outboxRow = (id: string) =>
   env.app.db.selectFrom('chain_transactions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();

@@ -9,15 +9,14 @@ import { sql, type Kysely } from 'kysely';
  * - the wallet follower keeps one cursor per followed address (newest signature seen, its slot).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema
-    .alterTable('ledger_legs')
-    .addColumn('shipped_at', 'timestamptz')
-    .execute();
+  await db.schema.alterTable('ledger_legs').addColumn('shipped_at', 'timestamptz').execute();
   await sql`CREATE INDEX ledger_legs_unshipped ON ledger_legs (id) WHERE shipped_at IS NULL`.execute(db);
 
   await db.schema
     .alterTable('chain_transactions')
-    .addColumn('reconciled_commitment', 'text', (c) => c.check(sql`reconciled_commitment IN ('confirmed', 'finalized')`))
+    .addColumn('reconciled_commitment', 'text', (c) =>
+      c.check(sql`reconciled_commitment IN ('confirmed', 'finalized')`),
+    )
     .addColumn('reconciled_status', 'text')
     .addColumn('reconciled_at', 'timestamptz')
     .execute();

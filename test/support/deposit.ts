@@ -2,6 +2,7 @@ import type { PlatformChain } from '../../src/adapters/solana/index.js';
 import { fundUsdc } from '../../src/adapters/solana/index.js';
 import type { App } from '../../src/app/app.js';
 import type { Account } from '../../src/domain/accounts/account.js';
+import { createAccount } from '../../src/domain/accounts/accounts.service.js';
 
 /**
  * Money for a test account, as the dev faucet gives it: USDC minted into its wallet on the
@@ -24,4 +25,16 @@ export async function depositUsdc(
     ],
   });
   return signature;
+}
+
+/** A new account (no API key) holding `micro` on chain and in the ledger. */
+export async function fundedAccount(
+  app: App,
+  platform: PlatformChain,
+  handle: string,
+  micro: bigint,
+): Promise<Account> {
+  const account = await createAccount(app, { handle });
+  await depositUsdc(app, platform, account, micro);
+  return account;
 }

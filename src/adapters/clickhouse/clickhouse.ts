@@ -15,6 +15,8 @@ export interface ClickHouse {
   readonly database: string;
   /** Backquoted `database`.`name`. */
   table(name: string): string;
+  /** Inserts rows (JSONEachRow: 64-bit integers as strings) into a table of this database. */
+  insertRows(table: string, rows: ReadonlyArray<Record<string, unknown>>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -31,12 +33,17 @@ export function createClickHouse(target: ClickHouseTarget, database: string): Cl
     target.kind === 'http'
       ? createClient({ url: target.url, clickhouse_settings: settings, request_timeout: 30_000 })
       : createClient({ connection: chdbConnection(target.path), clickhouse_settings: settings });
+  const table = (name: string) => {
+    if (!IDENTIFIER.test(name)) throw new Error(`invalid ClickHouse table name: ${name}`);
+    return `\`${database}\`.\`${name}\``;
+  };
   return {
     client,
     database,
-    table: (name) => {
-      if (!IDENTIFIER.test(name)) throw new Error(`invalid ClickHouse table name: ${name}`);
-      return `\`${database}\`.\`${name}\``;
+    table,
+    insertRows: async (name, rows) => {
+      if (rows.length === 0) return;
+      await client.insert({ table: table(name), format: 'JSONEachRow', values: [...rows] });
     },
     close: () => client.close(),
   };

@@ -72,10 +72,7 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
         chain_total_usd: Number(formatMicroUsd(summary?.chainTotalMicro ?? 0n)),
         matched: summary?.matched ?? 0,
         exception_counts: Object.fromEntries(
-          RECONCILIATION_STATUSES.filter((s) => s !== 'matched').map((s) => [
-            s,
-            summary?.exceptions[s] ?? 0,
-          ]),
+          RECONCILIATION_STATUSES.filter((s) => s !== 'matched').map((s) => [s, summary?.exceptions[s] ?? 0]),
         ),
         exceptions: rows.map((row) => ({
           movement_id: row.movementId,

@@ -35,10 +35,9 @@ export async function shipBatch(deps: ShipperDeps, limit = SHIP_BATCH_ROWS): Pro
       .skipLocked()
       .execute();
     if (rows.length === 0) return 0;
-    await deps.clickhouse.client.insert({
-      table: deps.clickhouse.table('domain_events'),
-      format: 'JSONEachRow',
-      values: rows.map((row) => ({
+    await deps.clickhouse.insertRows(
+      'domain_events',
+      rows.map((row) => ({
         event_id: row.id,
         type: row.type,
         occurred_at: clickhouseTime(row.occurred_at),
@@ -47,7 +46,7 @@ export async function shipBatch(deps: ShipperDeps, limit = SHIP_BATCH_ROWS): Pro
         amount_micro: row.amount_micro.toString(),
         payload: JSON.stringify(row.payload ?? {}),
       })),
-    });
+    );
     await trx
       .updateTable('domain_events')
       .set({ shipped_at: new Date() })
@@ -81,10 +80,9 @@ export async function shipBatch(deps: ShipperDeps, limit = SHIP_BATCH_ROWS): Pro
        LIMIT ${limit}
          FOR UPDATE OF l SKIP LOCKED`.execute(trx);
     if (rows.length === 0) return 0;
-    await deps.clickhouse.client.insert({
-      table: deps.clickhouse.table('ledger_legs'),
-      format: 'JSONEachRow',
-      values: rows.map((row) => ({
+    await deps.clickhouse.insertRows(
+      'ledger_legs',
+      rows.map((row) => ({
         leg_id: row.id,
         movement_id: row.movement_id,
         movement_kind: row.movement_kind,
@@ -94,7 +92,7 @@ export async function shipBatch(deps: ShipperDeps, limit = SHIP_BATCH_ROWS): Pro
         counts: row.counts,
         created_at: clickhouseTime(row.created_at),
       })),
-    });
+    );
     await sql`UPDATE ledger_legs SET shipped_at = now() WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`.execute(
       trx,
     );

@@ -26,6 +26,13 @@ export interface ReconcileOptions {
   limit?: number;
   /** Re-check rows already reconciled, created at or after this time (`reconcile --since`). */
   since?: Date;
+  /**
+   * With `since`: only rows created before this time, and only rows after this keyset cursor (the
+   * `last` of the previous round). `since` alone re-selects the same first rows every round; a
+   * caller walking a range passes each round's `last` back to move on.
+   */
+  until?: Date;
+  after?: ReconcileCursor;
   /** Wait this long after the confirmed check before the finalized one. @defaultValue 15_000 */
   finalizedRecheckMs?: number;
 }
@@ -33,6 +40,17 @@ export interface ReconcileOptions {
 export interface ReconcileRound {
   checked: number;
   byStatus: Partial<Record<ReconciliationStatus, number>>;
+  /** The round's last row in (created_at, id) order; undefined when it checked nothing. */
+  last?: ReconcileCursor;
+}
+
+/**
+ * A position in (created_at, id) order. `createdAt` is Postgres's own text of the timestamp: a JS
+ * Date keeps milliseconds only, and a cursor rounded down would select its own rows again.
+ */
+export interface ReconcileCursor {
+  createdAt: string;
+  id: string;
 }
 
 /** A transaction is finalized ~32 slots (~13 s) after it lands; re-checking before is wasted RPC. */
@@ -45,6 +63,7 @@ interface OutboxRow {
   status: string;
   created_at: Date;
   movement_created_at: Date;
+  created_at_key: string;
   reconciled_commitment: 'confirmed' | 'finalized' | null;
 }
 
@@ -67,15 +86,17 @@ export async function reconcileRound(
     const finalizedBefore = new Date(Date.now() - (options.finalizedRecheckMs ?? FINALIZED_RECHECK_MS));
     const { rows } = await sql<OutboxRow>`
       SELECT c.id, c.movement_id, c.signature, c.status, c.created_at, c.reconciled_commitment,
-             m.created_at AS movement_created_at
+             m.created_at AS movement_created_at, c.created_at::text AS created_at_key
         FROM chain_transactions c JOIN ledger_movements m ON m.id = c.movement_id
        WHERE ${
          options.since
-           ? sql`c.created_at >= ${options.since}`
+           ? sql`c.created_at >= ${options.since}
+             ${options.until ? sql`AND c.created_at < ${options.until}` : sql``}
+             ${options.after ? sql`AND (c.created_at, c.id) > (${options.after.createdAt}::timestamptz, ${options.after.id}::uuid)` : sql``}`
            : sql`c.reconciled_commitment IS DISTINCT FROM 'finalized'
              AND (c.reconciled_commitment IS NULL OR c.reconciled_at < ${finalizedBefore})`
        }
-       ORDER BY c.created_at
+       ORDER BY c.created_at, c.id
        LIMIT ${limit}
          FOR UPDATE OF c SKIP LOCKED`.execute(trx);
     if (rows.length === 0) return { checked: 0, byStatus: {} };
@@ -179,10 +200,11 @@ export async function reconcileRound(
     }
     // ClickHouse first, then the Postgres commit: a crash between re-checks the rows (the
     // ReplacingMergeTrees keep one verdict each), never skips one.
-    if (chainRows.length > 0) await insert(deps.clickhouse, 'chain_transactions', chainRows);
-    if (movementRows.length > 0) await insert(deps.clickhouse, 'token_movements', movementRows);
-    await insert(deps.clickhouse, 'reconciliation', verdicts);
-    return { checked: rows.length, byStatus };
+    await deps.clickhouse.insertRows('chain_transactions', chainRows);
+    await deps.clickhouse.insertRows('token_movements', movementRows);
+    await deps.clickhouse.insertRows('reconciliation', verdicts);
+    const lastRow = rows[rows.length - 1]!;
+    return { checked: rows.length, byStatus, last: { createdAt: lastRow.created_at_key, id: lastRow.id } };
   });
 }
 
@@ -234,8 +256,4 @@ async function ledgerDeltas(
     addDelta(deltas, owner, row.amount);
   }
   return byMovement;
-}
-
-async function insert(clickhouse: ClickHouse, table: string, values: Array<Record<string, unknown>>) {
-  await clickhouse.client.insert({ table: clickhouse.table(table), format: 'JSONEachRow', values });
 }

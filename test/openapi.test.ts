@@ -13,6 +13,7 @@ test('the document names every /api/v1 route with its errors', async () => {
   };
   expect(Object.keys(document.paths).sort()).toEqual([
     '/api/v1/accounts',
+    '/api/v1/finance/reconciliation',
     '/api/v1/me',
     '/api/v1/me/profile',
     '/api/v1/me/transactions',

@@ -6,7 +6,8 @@ import { sql, type Kysely } from 'kysely';
  *   unshipped ones), so analytics hold the ledger's money to the micro-dollar;
  * - every outbox transaction remembers the commitment it was last reconciled at and the verdict
  *   (the indexer checks at confirmed, then again at finalized, and resumes after a restart);
- * - the wallet follower keeps one cursor per followed address (newest signature seen, its slot).
+ * - the wallet follower keeps one cursor per followed address (newest signature seen, its slot),
+ *   and looks up replaced signatures through a GIN index.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('ledger_legs').addColumn('shipped_at', 'timestamptz').execute();
@@ -22,6 +23,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
   await sql`CREATE INDEX chain_transactions_to_reconcile ON chain_transactions (created_at)
     WHERE reconciled_commitment IS DISTINCT FROM 'finalized'`.execute(db);
+  // The wallet follower asks whether a signature is one the outbox replaced (`&&` on the array).
+  await sql`CREATE INDEX chain_transactions_replaced_signatures ON chain_transactions
+    USING gin (replaced_signatures)`.execute(db);
 
   await db.schema
     .createTable('wallet_cursors')
@@ -34,6 +38,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('wallet_cursors').execute();
+  await sql`DROP INDEX chain_transactions_replaced_signatures`.execute(db);
   await sql`DROP INDEX chain_transactions_to_reconcile`.execute(db);
   await db.schema
     .alterTable('chain_transactions')

@@ -8,6 +8,9 @@ import { createApiKey, revokeApiKey } from '../domain/auth/api-keys.service.js';
 import { AppError } from '../domain/errors.js';
 import { formatMicroUsd, parseUsdToMicro } from '../domain/money/usd.js';
 import { withCliContext } from './cli-context.js';
+import { reconcileCommand, reindexCommand } from './indexer-commands.js';
+import { reportCommand } from './report-command.js';
+import { UsageError } from './usage-error.js';
 
 const USAGE = `Usage: npm run cli -- <command>
 
@@ -18,10 +21,27 @@ Commands:
   keys revoke <id>
   fund <handle|address> <usd>                            mint localnet USDC (dev faucet)
 
-While \`npm start\` runs with the same DATA_DIR, commands use its Postgres and chain (stack.json);
-otherwise they start the embedded services for the duration of the command.`;
+Indexer (ClickHouse):
+  reconcile --since YYYY-MM-DD   re-check every outbox transaction created since that day (UTC)
+                                 against the chain; progress on stderr, counts per status at the end
+  reindex                        rebuild ClickHouse from Postgres and the chain: ship every domain
+                                 event and ledger leg again, clear and re-check every verdict. The
+                                 tables are ReplacingMergeTrees keyed by id, so rows shipped again
+                                 replace the old ones and nothing counts twice. Verdicts come back
+                                 at 'confirmed'; the running indexer re-checks them at 'finalized'.
+  report --date YYYY-MM-DD       the day's ledger total vs chain total, counts per status and the
+                                 exception list (by ledger day, UTC)
 
-class UsageError extends Error {}
+Examples:
+  npm run cli -- reconcile --since 2026-11-01
+  npm run cli -- reindex
+  npm run cli -- report --date 2026-11-22
+
+While \`npm start\` runs with the same DATA_DIR, commands use its Postgres and chain (stack.json);
+otherwise they start the embedded services for the duration of the command. The indexer commands
+also need ClickHouse: the embedded one (chdb) opens its folder from one process only, so they
+cannot run while \`npm start\` holds it. Stop \`npm start\` first, or run every process against a
+ClickHouse server (CLICKHOUSE_URL).`;
 
 async function main(argv: string[]): Promise<number> {
   const [group, ...rest] = argv;
@@ -37,6 +57,12 @@ async function main(argv: string[]): Promise<number> {
       return keysRevoke(rest);
     case 'fund':
       return fund(rest);
+    case 'reconcile':
+      return reconcileCommand(rest);
+    case 'reindex':
+      return reindexCommand(rest);
+    case 'report':
+      return reportCommand(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -176,7 +202,8 @@ main(process.argv.slice(2)).then(
     }
     // Expected refusals read as one line; anything else shows its stack for a bug report.
     const expected =
-      error instanceof AppError || (error instanceof Error && /Refused|Config|WalletKey/.test(error.name));
+      error instanceof AppError ||
+      (error instanceof Error && /Refused|Config|WalletKey|ClickHouseFolderBusy/.test(error.name));
     console.error(expected ? error.message : error);
     process.exit(1);
   },

@@ -38,6 +38,10 @@ export function createPool(url: string, options: DbOptions = {}): pg.Pool {
   // An idle client losing its server (Postgres restarted) emits here; without a listener that
   // error would crash the process. The next query reconnects.
   pool.on('error', () => {});
+  // A client checked out but between queries (a transaction waiting on ClickHouse or on the
+  // chain) emits 'error' itself when its server dies; unheard, that event would crash the
+  // process. The holder sees the failure on its next query, and the pool drops the broken client.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

@@ -124,7 +124,8 @@ function toFetched(signature: string, tx: RpcTransaction): FetchedTransaction {
   };
 }
 
-async function withBackoff<T>(call: () => Promise<T>): Promise<T> {
+/** Runs `call`, retrying retryable chain failures with backoff (honouring Retry-After). */
+export async function withBackoff<T>(call: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();

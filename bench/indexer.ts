@@ -1,0 +1,421 @@
+/**
+ * Benchmark of the chain-indexer issue: reconciliation against the localnet, event shipping into
+ * ClickHouse, and the creator-earnings read over ten million rows.
+ *
+ *   npm run bench:indexer
+ *
+ * The service's stack runs in this process (`runService`, no roles: nothing else reconciles or
+ * ships meanwhile) on a fresh DATA_DIR and free ports: embedded Postgres, Redis, chdb and the
+ * localnet thread with its real 400 ms slot, as under `npm start`.
+ *
+ *   a. reconcile: BENCH_PAYMENTS USDC transfers between two platform wallets (treasury and creator
+ *      fund), signed with the platform fee payer and confirmed on chain with confirmMany, recorded
+ *      in Postgres as confirmed outbox rows with their ledger legs (setup, not timed). Timed:
+ *      reconcileRound loops (BENCH_RECONCILE_ROWS rows a round, BENCH_RECONCILE_WORKERS loops at
+ *      once, as several indexers would) until every row is checked; all must be 'matched'.
+ *   b. shipping: BENCH_EVENTS domain events inserted with one INSERT ... SELECT generate_series
+ *      (not timed); timed: shipBatch loops (BENCH_SHIP_ROWS a batch) until drained; ClickHouse
+ *      must then hold exactly Postgres's events.
+ *   c. earnings: BENCH_EARNINGS rows straight into creator_earnings (INSERT ... SELECT FROM numbers,
+ *      1,000 creators, 90 days); timed: BENCH_QUERIES creatorEarnings calls (a random creator, 90
+ *      days by day), p50 and p99.
+ *
+ * A missed target or a failed check exits 1.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { sql } from 'kysely';
+import {
+  buildTransfer,
+  confirmMany,
+  fundUsdc,
+  signTransaction,
+  USDC_DECIMALS,
+  type PlatformChain,
+  type SignedForSend,
+} from '../src/adapters/solana/index.js';
+import type { App } from '../src/app/app.js';
+import { creatorEarnings } from '../src/app/indexer/analytics-reads.js';
+import { shipBatch } from '../src/app/indexer/event-shipper.js';
+import { reconcileRound } from '../src/app/indexer/reconciler.js';
+import { loadConfig } from '../src/config/index.js';
+import { freePort } from '../src/devstack/free-port.js';
+import { createLogger } from '../src/logger.js';
+import { runService } from '../src/service.js';
+
+const TARGET_RECONCILED_PER_SECOND = 2_000;
+const TARGET_SHIPPED_PER_SECOND = 100_000;
+const TARGET_EARNINGS_P50_MS = 50;
+const CREATORS = 1_000;
+const DAYS = 90;
+/** Transfers signed and sent per confirmMany call, and calls in flight at once. */
+const SEND_CHUNK = 500;
+const SEND_CONCURRENCY = 3;
+/** Far more than a run moves: each transfer is 1 to 1,000 micro-USD. */
+const FUNDING_MICRO = 10_000_000_000n;
+
+interface Settings {
+  payments: number;
+  reconcileRows: number;
+  reconcileWorkers: number;
+  events: number;
+  shipRows: number;
+  earnings: number;
+  queries: number;
+}
+
+function readSettings(): Settings {
+  const int = (name: string, fallback: number, min: number): number => {
+    const raw = process.env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isSafeInteger(value) || value < min) {
+      throw new Error(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
+    }
+    return value;
+  };
+  return {
+    payments: int('BENCH_PAYMENTS', 4_000, 1),
+    reconcileRows: int('BENCH_RECONCILE_ROWS', 1_000, 1),
+    reconcileWorkers: int('BENCH_RECONCILE_WORKERS', 2, 1),
+    events: int('BENCH_EVENTS', 500_000, 1),
+    shipRows: int('BENCH_SHIP_ROWS', 50_000, 1),
+    earnings: int('BENCH_EARNINGS', 10_000_000, CREATORS),
+    queries: int('BENCH_QUERIES', 100, 1),
+  };
+}
+
+const mark = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+const seconds = (since: number) => (performance.now() - since) / 1000;
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+// ---------------------------------------------------------------- a. reconcile
+
+/**
+ * Confirmed payments made cheaply: transfers between the treasury and the creator fund (both are
+ * platform wallets the reconciler maps ledger kinds to), in both directions so both need funds.
+ * Their outbox rows and legs go into Postgres in three set-based INSERTs.
+ */
+async function seedPayments(app: App, platform: PlatformChain, count: number): Promise<string[]> {
+  const { treasury, creator_fund: fund, fee_payer: feePayer } = platform.signers;
+  for (const wallet of [treasury, fund]) {
+    await fundUsdc(app.rpc, platform, wallet.publicKey.toBase58(), FUNDING_MICRO);
+  }
+  const accounts = await app.db
+    .selectFrom('ledger_accounts')
+    .select(['id', 'kind'])
+    .where('kind', 'in', ['treasury', 'creator_fund'])
+    .execute();
+  const ledgerId = (kind: string) => accounts.find((a) => a.kind === kind)!.id;
+  const tag = randomBytes(4).toString('hex');
+
+  const rows = {
+    movement: [] as string[],
+    key: [] as string[],
+    signature: [] as string[],
+    wire: [] as string[],
+    blockhash: [] as string[],
+    validUntil: [] as string[],
+    legMovement: [] as string[],
+    legAccount: [] as string[],
+    legAmount: [] as string[],
+  };
+  let next = 0;
+  const failures: string[] = [];
+  const sender = async (): Promise<void> => {
+    // Each sender takes the next chunk; reading and advancing `next` with no await between is atomic.
+    for (let from = next; from < count; from = next) {
+      next += SEND_CHUNK;
+      const { blockhash, lastValidBlockHeight } = await app.rpc.getLatestBlockhash('confirmed');
+      const planned = Array.from({ length: Math.min(SEND_CHUNK, count - from) }, (_, k) => {
+        const i = from + k;
+        const [payer, payee] = i % 2 === 0 ? [treasury, fund] : [fund, treasury];
+        return { i, payer, payee, amount: 1n + BigInt((i * 7919) % 1000) };
+      });
+      const items: SignedForSend[] = planned.map((p) => ({
+        ...signTransaction(
+          buildTransfer({
+            feePayer: feePayer.publicKey,
+            recentBlockhash: blockhash,
+            legs: [
+              {
+                mint: platform.usdcMint,
+                decimals: USDC_DECIMALS,
+                from: p.payer.publicKey,
+                to: p.payee.publicKey,
+                amount: p.amount,
+              },
+            ],
+            memo: `bench indexer ${tag} #${p.i}`,
+          }),
+          [feePayer, p.payer],
+        ),
+        lastValidBlockHeight,
+      }));
+      const outcomes = await confirmMany(app.rpc, items, {
+        commitment: 'confirmed',
+        skipPreflight: true,
+        pollMs: 100,
+      });
+      outcomes.forEach((outcome, k) => {
+        if (!outcome.ok) {
+          failures.push(`${outcome.signature}: ${outcome.error.message}`);
+          return;
+        }
+        const p = planned[k]!;
+        const movement = randomUUID();
+        rows.movement.push(movement);
+        rows.key.push(`bench:${tag}:${p.i}`);
+        rows.signature.push(outcome.signature);
+        rows.wire.push(items[k]!.wire.toString('hex'));
+        rows.blockhash.push(blockhash);
+        rows.validUntil.push(String(lastValidBlockHeight));
+        const payerKind = p.payer === treasury ? 'treasury' : 'creator_fund';
+        const payeeKind = p.payer === treasury ? 'creator_fund' : 'treasury';
+        rows.legMovement.push(movement, movement);
+        rows.legAccount.push(ledgerId(payerKind), ledgerId(payeeKind));
+        rows.legAmount.push(String(-p.amount), String(p.amount));
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: SEND_CONCURRENCY }, sender));
+  if (failures.length > 0)
+    throw new Error(`${failures.length} bench transfers failed: ${failures.slice(0, 3).join('; ')}`);
+
+  await app.db.transaction().execute(async (trx) => {
+    await sql`INSERT INTO ledger_movements (id, kind, idempotency_key)
+              SELECT id, 'send', key FROM unnest(${rows.movement}::uuid[], ${rows.key}::text[]) AS t(id, key)`.execute(
+      trx,
+    );
+    await sql`INSERT INTO ledger_legs (movement_id, ledger_account_id, amount, counts)
+              SELECT m, a, x, 'none'
+                FROM unnest(${rows.legMovement}::uuid[], ${rows.legAccount}::uuid[], ${rows.legAmount}::bigint[])
+                     AS t(m, a, x)`.execute(trx);
+    await sql`INSERT INTO chain_transactions (movement_id, signature, wire, blockhash, last_valid_block_height, status)
+              SELECT m, s, decode(w, 'hex'), b, v, 'confirmed'
+                FROM unnest(${rows.movement}::uuid[], ${rows.signature}::text[], ${rows.wire}::text[],
+                            ${rows.blockhash}::text[], ${rows.validUntil}::bigint[]) AS t(m, s, w, b, v)`.execute(
+      trx,
+    );
+  });
+  return rows.movement;
+}
+
+async function benchReconcile(app: App, settings: Settings, movementIds: readonly string[]) {
+  const started = performance.now();
+  let checked = 0;
+  // Several loops at once, as several indexer processes would: rounds claim rows SKIP LOCKED.
+  const loop = async (): Promise<void> => {
+    for (;;) {
+      const round = await reconcileRound(app, {
+        missingAfterMs: 3_600_000,
+        limit: settings.reconcileRows,
+        // Only the confirmed pass: a finalized re-check would count the same rows twice.
+        finalizedRecheckMs: 3_600_000,
+      });
+      checked += round.checked;
+      if (round.checked === 0) return;
+    }
+  };
+  await Promise.all(Array.from({ length: settings.reconcileWorkers }, loop));
+  const elapsed = seconds(started);
+  const { rows } = await sql<{ status: string | null; n: string }>`
+    SELECT reconciled_status AS status, count(*)::text AS n FROM chain_transactions
+     WHERE movement_id = ANY(${movementIds}::uuid[]) GROUP BY 1 ORDER BY 1`.execute(app.db);
+  return { checked, elapsed, perSecond: checked / elapsed, statuses: rows };
+}
+
+// ---------------------------------------------------------------- b. shipping
+
+async function drain(app: App, limit: number): Promise<{ events: number; legs: number }> {
+  const total = { events: 0, legs: 0 };
+  for (;;) {
+    const batch = await shipBatch(app, limit);
+    total.events += batch.events;
+    total.legs += batch.legs;
+    if (batch.events + batch.legs === 0) return total;
+  }
+}
+
+async function benchShipping(app: App, settings: Settings) {
+  await drain(app, settings.shipRows); // legs from part a and anything else: not timed
+  const insertStarted = performance.now();
+  await sql`
+    INSERT INTO domain_events (type, actor_id, post_id, amount_micro, payload, occurred_at)
+    SELECT (ARRAY['post.created', 'post.liked', 'account.followed'])[1 + g % 3],
+           gen_random_uuid(),
+           CASE WHEN g % 3 = 2 THEN NULL ELSE gen_random_uuid() END,
+           CASE WHEN g % 3 = 0 THEN 1000000 ELSE 0 END,
+           jsonb_build_object('bench', g),
+           now() - make_interval(secs => g / 1000.0)
+      FROM generate_series(1, ${settings.events}::int) AS g`.execute(app.db);
+  const insertSeconds = seconds(insertStarted);
+
+  const started = performance.now();
+  const shipped = await drain(app, settings.shipRows);
+  const elapsed = seconds(started);
+
+  const pgCount = await sql<{ n: string }>`SELECT count(*)::text AS n FROM domain_events`.execute(app.db);
+  const result = await app.clickhouse.client.query({
+    query: `SELECT toString(count()) AS n FROM ${app.clickhouse.table('domain_events')} FINAL`,
+    format: 'JSONEachRow',
+  });
+  const [chCount] = await result.json<{ n: string }>();
+  return {
+    shipped: shipped.events,
+    elapsed,
+    perSecond: shipped.events / elapsed,
+    insertSeconds,
+    postgres: Number(pgCount.rows[0]!.n),
+    clickhouse: Number(chCount?.n ?? 0),
+  };
+}
+
+// ---------------------------------------------------------------- c. earnings
+
+/** The bench's creator ids: a fixed prefix and the creator's number, so SQL and JS agree. */
+const creatorId = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+
+async function benchEarnings(app: App, settings: Settings) {
+  const to = new Date();
+  const from = new Date(to.getTime() - DAYS * 86_400_000);
+  const insertStarted = performance.now();
+  await app.clickhouse.client.command({
+    query: `INSERT INTO ${app.clickhouse.table('creator_earnings')} (creator_id, created_at, leg_id, movement_kind, amount)
+            SELECT toUUID(concat('00000000-0000-4000-8000-', leftPad(toString(number % ${CREATORS}), 12, '0'))),
+                   fromUnixTimestamp64Milli(toInt64(${from.getTime()} + cityHash64(number) % ${DAYS * 86_400_000}), 'UTC'),
+                   1000000000000 + number,
+                   if(number % 2 = 0, 'post', 'repost'),
+                   toInt64(1 + cityHash64(number, 1) % 1000000)
+              FROM numbers(${settings.earnings})`,
+  });
+  const insertSeconds = seconds(insertStarted);
+
+  for (let i = 0; i < 3; i++) await creatorEarnings(app.clickhouse, creatorId(i), from, to, 'day'); // warm-up
+  const latencies: number[] = [];
+  let buckets = 0;
+  let totalMicro = 0n;
+  for (let i = 0; i < settings.queries; i++) {
+    const creator = creatorId(Math.floor(Math.random() * CREATORS));
+    const started = performance.now();
+    const points = await creatorEarnings(app.clickhouse, creator, from, to, 'day');
+    latencies.push(performance.now() - started);
+    buckets += points.length;
+    totalMicro += points.reduce((sum, p) => sum + p.amountMicro, 0n);
+  }
+  latencies.sort((a, b) => a - b);
+  return {
+    insertSeconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    bucketsPerQuery: buckets / settings.queries,
+    rowsPerCreator: settings.earnings / CREATORS,
+    totalMicro,
+  };
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<number> {
+  const settings = readSettings();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ledgerfeed-bench-indexer-'));
+  await chmod(dataDir, 0o755); // the embedded Postgres may run as the OS user `postgres`
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    PORT: String(await freePort()),
+    LOCALNET_PORT: String(await freePort()),
+    REDIS_PREFIX: `bench${randomBytes(4).toString('hex')}`,
+    LOG_LEVEL: 'warn',
+  });
+  const logger = createLogger(config);
+  const stackStarted = performance.now();
+  const service = await runService(config, logger, []);
+  try {
+    const { app, platform } = service;
+    console.log(
+      `indexer bench: ${os.cpus().length} cores, stack up in ${seconds(stackStarted).toFixed(1)} s; sizes: ` +
+        `${settings.payments} payments (${settings.reconcileWorkers} x ${settings.reconcileRows}-row rounds), ` +
+        `${settings.events} events (${settings.shipRows}-row batches), ${settings.earnings} earnings rows, ` +
+        `${settings.queries} queries`,
+    );
+    const problems: string[] = [];
+
+    const seedStarted = performance.now();
+    const movementIds = await seedPayments(app, platform, settings.payments);
+    const seedSeconds = seconds(seedStarted);
+    const a = await benchReconcile(app, settings, movementIds);
+    const matched = Number(a.statuses.find((s) => s.status === 'matched')?.n ?? 0);
+    if (matched !== settings.payments) {
+      problems.push(
+        `reconcile: ${matched} of ${settings.payments} matched (${a.statuses.map((s) => `${s.status}: ${s.n}`).join(', ')})`,
+      );
+    }
+    const aOk = a.perSecond >= TARGET_RECONCILED_PER_SECOND;
+    console.log(
+      `\na. reconcile against the localnet over HTTP (setup: ${settings.payments} transfers sent, confirmed and` +
+        ` recorded in ${seedSeconds.toFixed(1)} s)`,
+    );
+    console.log(
+      `   ${a.checked} checked in ${a.elapsed.toFixed(2)} s; ${a.statuses.map((s) => `${s.status}: ${s.n}`).join(', ')}`,
+    );
+    console.log(
+      `   ${mark(aOk)} ${a.perSecond.toFixed(0).padStart(8)} transactions/s       target >= ${TARGET_RECONCILED_PER_SECOND}`,
+    );
+
+    const b = await benchShipping(app, settings);
+    if (b.clickhouse !== b.postgres)
+      problems.push(`shipping: Postgres holds ${b.postgres} events, ClickHouse ${b.clickhouse}`);
+    if (b.shipped !== settings.events)
+      problems.push(`shipping: shipped ${b.shipped} of ${settings.events} events`);
+    const bOk = b.perSecond >= TARGET_SHIPPED_PER_SECOND;
+    console.log(
+      `\nb. event shipping Postgres -> ClickHouse (setup: ${settings.events} events inserted in ${b.insertSeconds.toFixed(1)} s)`,
+    );
+    console.log(
+      `   ${b.shipped} shipped in ${b.elapsed.toFixed(2)} s; ClickHouse holds ${b.clickhouse}, Postgres ${b.postgres}`,
+    );
+    console.log(
+      `   ${mark(bOk)} ${b.perSecond.toFixed(0).padStart(8)} events/s             target >= ${TARGET_SHIPPED_PER_SECOND}`,
+    );
+
+    const c = await benchEarnings(app, settings);
+    if (c.totalMicro <= 0n) problems.push('earnings: the queries found no earnings');
+    const cOk = c.p50 < TARGET_EARNINGS_P50_MS;
+    console.log(
+      `\nc. creatorEarnings over ${settings.earnings} rows, ${CREATORS} creators, ${DAYS} days (setup: inserted in` +
+        ` ${c.insertSeconds.toFixed(1)} s; ~${c.rowsPerCreator.toFixed(0)} rows and ${c.bucketsPerQuery.toFixed(0)} daily buckets per creator)`,
+    );
+    console.log(
+      `   ${mark(cOk)} p50 ${c.p50.toFixed(1).padStart(6)} ms, p99 ${c.p99.toFixed(1)} ms over ${settings.queries} queries   target p50 < ${TARGET_EARNINGS_P50_MS} ms`,
+    );
+
+    for (const problem of problems) console.log(`   ! ${problem}`);
+    const ok = aOk && bOk && cOk && problems.length === 0;
+    console.log(
+      `\n${mark(ok)}: reconcile ${a.perSecond.toFixed(0)}/s, shipping ${b.perSecond.toFixed(0)} events/s,` +
+        ` earnings p50 ${c.p50.toFixed(1)} ms` +
+        (problems.length > 0 ? `, ${problems.length} problem(s)` : ''),
+    );
+    return ok ? 0 : 1;
+  } finally {
+    await service.stop();
+    await rm(dataDir, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  },
+);

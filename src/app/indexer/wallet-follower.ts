@@ -1,0 +1,392 @@
+import { PublicKey } from '@solana/web3.js';
+import { sql } from 'kysely';
+import type { ClickHouse } from '../../adapters/clickhouse/index.js';
+import type { Db } from '../../adapters/postgres/db.js';
+import {
+  associatedTokenAccount,
+  ChainError,
+  type PlatformChain,
+  type RpcClient,
+} from '../../adapters/solana/index.js';
+import type { Metrics } from '../../api/metrics.js';
+import type { LedgerStore } from '../../domain/ledger/ledger.service.js';
+import { fetchTransactions, usdcDeltas, withBackoff, type FetchedTransaction } from './chain-reader.js';
+import { clickhouseTime } from './event-shipper.js';
+
+export interface WalletFollowerDeps {
+  db: Db;
+  clickhouse: ClickHouse;
+  rpc: RpcClient;
+  metrics: Metrics;
+  ledger: LedgerStore;
+  bootstrapChain(): Promise<PlatformChain>;
+}
+
+export interface FollowOptions {
+  /** Signatures per getSignaturesForAddress page (1..1000). @defaultValue 1000 */
+  pageSize?: number;
+  /** Addresses per JSON-RPC batch; their signatures are processed and their cursors advanced together. @defaultValue 100 */
+  addressesPerBatch?: number;
+}
+
+export interface FollowRound {
+  /** Token accounts followed this round. */
+  addresses: number;
+  /** New signatures the ledger did not cause (deduplicated across addresses). */
+  signatures: number;
+  /** Deposits credited this round (not counting ones another follower credited first). */
+  deposits: number;
+  /** Transactions that took USDC out of one of our wallets without the ledger. */
+  unexplained: number;
+}
+
+/** The movement id of a reconciliation row that no ledger movement explains. */
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+const MAX_PAGE = 1_000;
+
+/** A followed token account and where its last round stopped. */
+interface Followed {
+  address: string;
+  lastSignature: string | null;
+  lastSlot: bigint | null;
+}
+
+interface SignatureInfo {
+  signature: string;
+  slot: number;
+}
+
+/** Who our wallets are: a name per owner address, and the account behind each user wallet. */
+interface OurWallets {
+  labels: Map<string, string>;
+  users: Map<string, string>;
+  platform: readonly string[];
+}
+
+/**
+ * One round of the wallet follower: lists the new signatures of every USDC token account we own
+ * (the platform's and each user's), leaves out the ones the ledger caused (outbox transactions,
+ * also their replaced signatures, and deposits already recorded), and judges the rest from their
+ * token balances. USDC that reached a user from outside is credited as a deposit keyed by its
+ * signature (exactly once, whoever sees it first); USDC that left one of our wallets is an
+ * `unexplained` reconciliation row. Each address's cursor moves only after its signatures were
+ * handled: a crash re-reads them (every effect is idempotent) instead of skipping them.
+ */
+export async function followWallets(
+  deps: WalletFollowerDeps,
+  options: FollowOptions = {},
+): Promise<FollowRound> {
+  const pageSize = options.pageSize ?? MAX_PAGE;
+  const perBatch = options.addressesPerBatch ?? 100;
+  const platform = await deps.bootstrapChain();
+  const wallets = await ourWallets(deps.db, platform);
+  const followed = await withCursors(deps.db, followedAddresses(platform, wallets));
+  const round: FollowRound = { addresses: followed.length, signatures: 0, deposits: 0, unexplained: 0 };
+  // A transaction touching several of our accounts is listed for each: judge it once a round.
+  const judged = new Set<string>();
+  for (let from = 0; from < followed.length; from += perBatch) {
+    const batch = followed.slice(from, from + perBatch);
+    const found = await newSignatures(deps, batch, pageSize);
+    const fresh = [...new Set([...found.values()].flat().map((s) => s.signature))].filter(
+      (s) => !judged.has(s),
+    );
+    fresh.forEach((signature) => judged.add(signature));
+    const outcome = await judgeSignatures(deps, platform, wallets, fresh);
+    round.signatures += outcome.signatures;
+    round.deposits += outcome.deposits;
+    round.unexplained += outcome.unexplained;
+    await advanceCursors(deps.db, found);
+  }
+  return round;
+}
+
+async function ourWallets(db: Db, platform: PlatformChain): Promise<OurWallets> {
+  const followedRoles = ['treasury', 'creator_fund', 'fee_payer'] as const;
+  const labels = new Map<string, string>();
+  // The pool authority is ours too (money leaving it is never a deposit), but its vault is not
+  // followed: what moves there is the ledger's swaps.
+  for (const role of [...followedRoles, 'pool_authority'] as const) {
+    labels.set(platform.signers[role].publicKey.toBase58(), role);
+  }
+  const users = new Map<string, string>();
+  const rows = await db
+    .selectFrom('accounts')
+    .select(['id', 'handle', 'wallet_address'])
+    .where('wallet_address', 'is not', null)
+    .execute();
+  for (const { id, handle, wallet_address: wallet } of rows) {
+    if (!wallet) continue;
+    users.set(wallet, id);
+    labels.set(wallet, `@${handle}`);
+  }
+  const followedPlatform = followedRoles.map((role) => platform.signers[role].publicKey.toBase58());
+  return { labels, users, platform: followedPlatform };
+}
+
+/**
+ * The USDC associated token accounts of our wallets. Followed as token accounts, not owners: a
+ * transfer into an ATA names the token account, never its owner (NOTES "Indexing Solana").
+ */
+function followedAddresses(platform: PlatformChain, wallets: OurWallets): string[] {
+  const owners = [...wallets.platform, ...wallets.users.keys()];
+  return owners.map((owner) => associatedTokenAccount(platform.usdcMint, new PublicKey(owner)).toBase58());
+}
+
+async function withCursors(db: Db, addresses: string[]): Promise<Followed[]> {
+  if (addresses.length === 0) return [];
+  const rows = await db
+    .selectFrom('wallet_cursors')
+    .select(['address', 'last_signature', 'last_slot'])
+    .where('address', 'in', addresses)
+    .execute();
+  const cursors = new Map(rows.map((row) => [row.address, row]));
+  return addresses.map((address) => ({
+    address,
+    lastSignature: cursors.get(address)?.last_signature ?? null,
+    lastSlot: cursors.get(address)?.last_slot ?? null,
+  }));
+}
+
+/**
+ * Every signature of each address newer than its cursor, newest first. Pages are fetched for all
+ * addresses in one batched request, walking `before` back while an address's page is full, so
+ * nothing between the cursor and now is missed. `until` stops at the cursor; the cursor's slot is
+ * checked too, because a cluster that no longer knows the `until` signature ignores it.
+ */
+async function newSignatures(
+  deps: WalletFollowerDeps,
+  addresses: readonly Followed[],
+  pageSize: number,
+): Promise<Map<string, SignatureInfo[]>> {
+  const found = new Map<string, SignatureInfo[]>(addresses.map((a) => [a.address, []]));
+  let walking = addresses.map((followed) => ({ followed, before: undefined as string | undefined }));
+  while (walking.length > 0) {
+    const answers = await counted(deps, () =>
+      withBackoff(() =>
+        deps.rpc.batch<SignatureInfo[]>(
+          walking.map(({ followed, before }) => ({
+            method: 'getSignaturesForAddress',
+            params: [
+              followed.address,
+              {
+                limit: pageSize,
+                commitment: 'confirmed',
+                ...(before ? { before } : {}),
+                ...(followed.lastSignature ? { until: followed.lastSignature } : {}),
+              },
+            ],
+          })),
+        ),
+      ),
+    );
+    const next: typeof walking = [];
+    answers.forEach((answer, i) => {
+      const { followed } = walking[i]!;
+      if ('error' in answer) throw countError(deps, answer.error);
+      const page = answer.result;
+      const kept = page.filter((s) => followed.lastSlot === null || BigInt(s.slot) >= followed.lastSlot);
+      found.get(followed.address)!.push(...kept);
+      if (page.length === pageSize && kept.length === page.length) {
+        next.push({ followed, before: page[page.length - 1]!.signature });
+      }
+    });
+    walking = next;
+  }
+  return found;
+}
+
+/** Deduplicated signatures of one batch of addresses: fetched and judged unless the ledger caused them. */
+async function judgeSignatures(
+  deps: WalletFollowerDeps,
+  platform: PlatformChain,
+  wallets: OurWallets,
+  signatures: string[],
+): Promise<Omit<FollowRound, 'addresses'>> {
+  const ours = await causedByLedger(deps.db, signatures);
+  const unknown = signatures.filter((s) => !ours.has(s));
+  const outcome = { signatures: unknown.length, deposits: 0, unexplained: 0 };
+  if (unknown.length === 0) return outcome;
+  // fetchTransactions retries on its own.
+  const fetched = await counted(deps, () => fetchTransactions(deps.rpc, unknown, 'confirmed'));
+  const mint = platform.usdcMint.toBase58();
+  const unexplainedRows: Array<Record<string, unknown>> = [];
+  const transactions: FetchedTransaction[] = [];
+  const now = new Date();
+  for (const signature of unknown) {
+    const tx = fetched.get(signature);
+    // Listed at confirmed but not fetchable: fail the round (its cursors stay) and look again.
+    if (!tx) throw new Error(`transaction ${signature} was listed but getTransaction found nothing`);
+    transactions.push(tx);
+    if (tx.err !== null) continue; // landed with an error: no token balance changed
+    const verdict = judge(usdcDeltas(tx, mint), wallets);
+    if (verdict.kind === 'deposit') {
+      const { replayed } = await creditDeposit(deps.ledger, signature, verdict.credits);
+      if (!replayed) outcome.deposits++;
+    } else if (verdict.kind === 'unexplained') {
+      unexplainedRows.push(unexplainedRow(tx, verdict.outflows, wallets, now));
+      deps.metrics.reconciliations.inc({ status: 'unexplained', commitment: 'confirmed' });
+      outcome.unexplained++;
+    }
+  }
+  await recordTransactions(deps.clickhouse, transactions);
+  await deps.clickhouse.insertRows('reconciliation', unexplainedRows);
+  return outcome;
+}
+
+/**
+ * The signatures among `signatures` the ledger already accounts for: an outbox transaction (or a
+ * signature it replaced when re-signed), or a deposit recorded under `deposit:<signature>`.
+ */
+async function causedByLedger(db: Db, signatures: string[]): Promise<Set<string>> {
+  if (signatures.length === 0) return new Set();
+  const { rows } = await sql<{ signature: string }>`
+    SELECT signature FROM chain_transactions WHERE signature = ANY(${signatures}::text[])
+    UNION
+    SELECT replaced FROM chain_transactions, unnest(replaced_signatures) AS replaced
+     WHERE replaced_signatures && ${signatures}::text[] AND replaced = ANY(${signatures}::text[])
+    UNION
+    SELECT substr(idempotency_key, length('deposit:') + 1) FROM ledger_movements
+     WHERE idempotency_key = ANY(${signatures.map((s) => `deposit:${s}`)}::text[])`.execute(db);
+  return new Set(rows.map((row) => row.signature));
+}
+
+type Verdict =
+  | { kind: 'deposit'; credits: Array<{ accountId: string; amount: bigint }> }
+  | { kind: 'unexplained'; outflows: Array<{ owner: string; amount: bigint }> }
+  | { kind: 'nothing' };
+
+/**
+ * What a transaction the ledger did not cause means for us. Money leaving any of our wallets is
+ * unexplained, whoever received it (one of our other wallets included: the ledger moved nothing).
+ * Money reaching users with nothing leaving our wallets came from outside: a deposit.
+ */
+function judge(deltas: ReadonlyMap<string, bigint>, wallets: OurWallets): Verdict {
+  const outflows = [...deltas]
+    .filter(([owner, amount]) => amount < 0n && wallets.labels.has(owner))
+    .map(([owner, amount]) => ({ owner, amount: -amount }));
+  if (outflows.length > 0) return { kind: 'unexplained', outflows };
+  const credits = [...deltas]
+    .filter(([owner, amount]) => amount > 0n && wallets.users.has(owner))
+    .map(([owner, amount]) => ({ accountId: wallets.users.get(owner)!, amount }));
+  return credits.length > 0 ? { kind: 'deposit', credits } : { kind: 'nothing' };
+}
+
+/**
+ * One deposit movement per signature (one transaction may pay several users), keyed
+ * `deposit:<signature>` like the faucet's: a signature is credited once, by whoever records it first.
+ */
+function creditDeposit(
+  ledger: LedgerStore,
+  signature: string,
+  credits: Array<{ accountId: string; amount: bigint }>,
+): Promise<{ replayed: boolean }> {
+  const total = credits.reduce((sum, credit) => sum + credit.amount, 0n);
+  return ledger.record({
+    kind: 'deposit',
+    idempotencyKey: `deposit:${signature}`,
+    legs: [
+      { account: { kind: 'external' }, amountMicro: -total, counts: 'none' },
+      ...credits.map((credit) => ({
+        account: { kind: 'user' as const, accountId: credit.accountId },
+        amountMicro: credit.amount,
+        counts: 'none' as const,
+      })),
+    ],
+  });
+}
+
+function unexplainedRow(
+  tx: FetchedTransaction,
+  outflows: Array<{ owner: string; amount: bigint }>,
+  wallets: OurWallets,
+  now: Date,
+): Record<string, unknown> {
+  const total = outflows.reduce((sum, outflow) => sum + outflow.amount, 0n);
+  const named = outflows.map((o) => `${wallets.labels.get(o.owner)} (${o.owner}) -${o.amount}`);
+  return {
+    movement_id: NIL_UUID,
+    signature: tx.signature,
+    ledger_day: tx.blockTime.toISOString().slice(0, 10),
+    status: 'unexplained',
+    ledger_amount: '0',
+    chain_amount: total.toString(),
+    commitment: 'confirmed',
+    detail: `USDC left ${named.join(', ')} with no ledger movement`,
+    checked_at: clickhouseTime(now),
+  };
+}
+
+/** The transactions and their token movements, as the reconciler writes them (rows collapse by key). */
+async function recordTransactions(clickhouse: ClickHouse, transactions: FetchedTransaction[]): Promise<void> {
+  await clickhouse.insertRows(
+    'chain_transactions',
+    transactions.map((tx) => ({
+      signature: tx.signature,
+      slot: tx.slot,
+      block_time: clickhouseTime(tx.blockTime),
+      fee: tx.fee,
+      status: tx.err === null ? 'success' : 'failed',
+      error: tx.err === null ? '' : JSON.stringify(tx.err),
+    })),
+  );
+  await clickhouse.insertRows(
+    'token_movements',
+    transactions.flatMap((tx) =>
+      tx.movements.map((movement) => ({
+        signature: tx.signature,
+        account_index: movement.accountIndex,
+        mint: movement.mint,
+        owner: movement.owner,
+        token_account: movement.tokenAccount,
+        amount: movement.amount.toString(),
+        block_time: clickhouseTime(tx.blockTime),
+      })),
+    ),
+  );
+}
+
+/**
+ * Moves each address's cursor to its newest signature. Never backwards: a slower concurrent
+ * follower finishing late must not make the next round re-read what another already passed.
+ */
+async function advanceCursors(db: Db, found: Map<string, SignatureInfo[]>): Promise<void> {
+  const rows = [...found]
+    .filter(([, signatures]) => signatures.length > 0)
+    .map(([address, signatures]) => ({
+      address,
+      last_signature: signatures[0]!.signature,
+      last_slot: BigInt(signatures[0]!.slot),
+      updated_at: new Date(),
+    }));
+  if (rows.length === 0) return;
+  await db
+    .insertInto('wallet_cursors')
+    .values(rows)
+    .onConflict((oc) =>
+      oc
+        .column('address')
+        .doUpdateSet((eb) => ({
+          last_signature: eb.ref('excluded.last_signature'),
+          last_slot: eb.ref('excluded.last_slot'),
+          updated_at: eb.ref('excluded.updated_at'),
+        }))
+        .where(
+          sql<boolean>`wallet_cursors.last_slot IS NULL OR wallet_cursors.last_slot <= excluded.last_slot`,
+        ),
+    )
+    .execute();
+}
+
+/** Chain failures that end a call (after its retries) are counted by kind, then rethrown. */
+async function counted<T>(deps: WalletFollowerDeps, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw error instanceof ChainError ? countError(deps, error) : error;
+  }
+}
+
+function countError(deps: WalletFollowerDeps, error: ChainError): ChainError {
+  deps.metrics.rpcErrors.inc({ kind: error.kind });
+  return error;
+}

@@ -5,7 +5,7 @@ import { createClickHouse } from '../src/adapters/clickhouse/index.js';
 import type { PlatformChain } from '../src/adapters/solana/index.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
-import { shipBatch } from '../src/app/indexer/event-shipper.js';
+import { rewindShipper, shipBatch, unshippedCounts } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import { drainOnChain, replaceSignedPayment } from './support/chain-tampering.js';
 import { fundedAccount } from './support/deposit.js';
@@ -166,20 +166,22 @@ describe('reconciliation', () => {
     const down = createClickHouse({ kind: 'http', url: 'http://127.0.0.1:9' }, env.app.clickhouse.database);
     await expect(shipBatch({ db: env.app.db, clickhouse: down })).rejects.toThrow();
     await down.close();
-    const waiting = await env.app.db
-      .selectFrom('domain_events')
-      .select(env.app.db.fn.countAll<string>().as('n'))
-      .where('shipped_at', 'is', null)
-      .executeTakeFirstOrThrow();
-    expect(Number(waiting.n)).toBeGreaterThan(0); // nothing was marked shipped
+    const waiting = await unshippedCounts(env.app.db);
+    expect(waiting.events).toBeGreaterThan(0); // the cursor did not move
+    expect(waiting.legs).toBeGreaterThan(0);
 
     for (let round = 0; round < 10; round++) {
       const shipped = await shipBatch(env.app);
       if (shipped.events === 0 && shipped.legs === 0) break;
     }
-    // Shipping again (a retried batch) changes nothing: rows collapse by id.
-    await env.app.db.updateTable('domain_events').set({ shipped_at: null }).execute();
-    await shipBatch(env.app);
+    expect(await unshippedCounts(env.app.db)).toEqual({ events: 0, legs: 0 });
+    // Shipping everything again (a crash after the insert, or `reindex`) changes nothing: rows
+    // collapse by id.
+    await rewindShipper(env.app.db);
+    for (let round = 0; round < 10; round++) {
+      const shipped = await shipBatch(env.app);
+      if (shipped.events === 0 && shipped.legs === 0) break;
+    }
 
     const { rows: ledger } = await sql<{ account_id: string; earned: string }>`
       SELECT a.account_id, sum(l.amount)::text AS earned
@@ -203,5 +205,71 @@ describe('reconciliation', () => {
       format: 'JSONEachRow',
     });
     expect(await shippedEvents.json()).toEqual([{ n: events[0]!.n }]);
+  });
+
+  test('a transaction that commits late is shipped, not skipped: the cursor waits for it', async () => {
+    const shipAll = async () => {
+      for (let round = 0; round < 10; round++) {
+        const shipped = await shipBatch(env.app);
+        if (shipped.events === 0 && shipped.legs === 0) break;
+      }
+    };
+    const inClickHouse = async (type: string) => {
+      const result = await env.app.clickhouse.client.query({
+        query: `SELECT toString(count()) AS n FROM ${env.app.clickhouse.table('domain_events')} FINAL
+                 WHERE type = {type:String}`,
+        query_params: { type },
+        format: 'JSONEachRow',
+      });
+      return Number((await result.json<{ n: string }>())[0]!.n);
+    };
+    await shipAll();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let inserted!: () => void;
+    const insertedEarly = new Promise<void>((resolve) => (inserted = resolve));
+    // The slow transaction writes first (the lower transaction id) and commits last.
+    const slow = env.app.db.transaction().execute(async (trx) => {
+      await trx.insertInto('domain_events').values({ type: 'test.slow' }).execute();
+      inserted();
+      await gate;
+    });
+    await insertedEarly;
+    await env.app.db.insertInto('domain_events').values({ type: 'test.fast' }).execute();
+    await shipAll();
+    // The fast one committed, but shipping it would move the cursor past the slow one.
+    expect(await inClickHouse('test.fast')).toBe(0);
+    release();
+    await slow;
+    await shipAll();
+    expect(await inClickHouse('test.slow')).toBe(1);
+    expect(await inClickHouse('test.fast')).toBe(1);
+  });
+
+  test('many small batches ship every row once, in order, through the cursor', async () => {
+    const before = await env.app.clickhouse.client.query({
+      query: `SELECT toString(count()) AS n FROM ${env.app.clickhouse.table('domain_events')} FINAL
+               WHERE type = 'test.batch'`,
+      format: 'JSONEachRow',
+    });
+    expect(await before.json()).toEqual([{ n: '0' }]);
+    await sql`INSERT INTO domain_events (type, payload)
+              SELECT 'test.batch', jsonb_build_object('n', g) FROM generate_series(1, 2500) AS g`.execute(
+      env.app.db,
+    );
+    let shipped = 0;
+    for (let round = 0; round < 20; round++) {
+      const batch = await shipBatch(env.app, 300);
+      shipped += batch.events;
+      if (batch.events === 0 && batch.legs === 0) break;
+    }
+    expect(shipped).toBe(2500);
+    expect(await unshippedCounts(env.app.db)).toEqual({ events: 0, legs: 0 });
+    const after = await env.app.clickhouse.client.query({
+      query: `SELECT toString(count()) AS n, toString(uniqExact(JSONExtractInt(payload, 'n'))) AS distinct_n
+                FROM ${env.app.clickhouse.table('domain_events')} WHERE type = 'test.batch'`,
+      format: 'JSONEachRow',
+    });
+    expect(await after.json()).toEqual([{ n: '2500', distinct_n: '2500' }]);
   });
 });

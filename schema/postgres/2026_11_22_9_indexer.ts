@@ -2,16 +2,33 @@ import { sql, type Kysely } from 'kysely';
 
 /**
  * What the indexer and the event shipper need in Postgres:
- * - ledger legs are shipped to ClickHouse like domain events (`shipped_at`, a partial index on the
- *   unshipped ones), so analytics hold the ledger's money to the micro-dollar;
+ * - domain events and ledger legs are shipped to ClickHouse by a cursor in commit order, not by
+ *   marking rows: each row records the id of the transaction that wrote it (`txid`), and the
+ *   shipper takes rows after its cursor whose transaction is below the oldest one still running
+ *   (`pg_snapshot_xmin`), so a row committed late is never skipped and no row is written twice.
+ *   Marking 50,000 rows shipped cost more than shipping them; a cursor is one row per stream.
+ *   (domain_events.shipped_at, the marking design, goes.)
  * - every outbox transaction remembers the commitment it was last reconciled at and the verdict
  *   (the indexer checks at confirmed, then again at finalized, and resumes after a restart);
  * - the wallet follower keeps one cursor per followed address (newest signature seen, its slot),
  *   and looks up replaced signatures through a GIN index.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema.alterTable('ledger_legs').addColumn('shipped_at', 'timestamptz').execute();
-  await sql`CREATE INDEX ledger_legs_unshipped ON ledger_legs (id) WHERE shipped_at IS NULL`.execute(db);
+  await sql`DROP INDEX domain_events_unshipped`.execute(db);
+  await sql`ALTER TABLE domain_events DROP COLUMN shipped_at,
+    ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY,
+    ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id()`.execute(db);
+  await sql`CREATE INDEX domain_events_shipping_order ON domain_events (txid, seq)`.execute(db);
+  await sql`ALTER TABLE ledger_legs ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id()`.execute(db);
+  await sql`CREATE INDEX ledger_legs_shipping_order ON ledger_legs (txid, id)`.execute(db);
+  await db.schema
+    .createTable('shipper_cursors')
+    .addColumn('stream', 'text', (c) => c.primaryKey())
+    .addColumn('last_txid', sql`xid8`, (c) => c.notNull().defaultTo(sql`'0'::xid8`))
+    .addColumn('last_seq', 'bigint', (c) => c.notNull().defaultTo(0))
+    .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .execute();
+  await sql`INSERT INTO shipper_cursors (stream) VALUES ('events'), ('legs')`.execute(db);
 
   await db.schema
     .alterTable('chain_transactions')
@@ -46,6 +63,12 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     .dropColumn('reconciled_status')
     .dropColumn('reconciled_commitment')
     .execute();
-  await sql`DROP INDEX ledger_legs_unshipped`.execute(db);
-  await db.schema.alterTable('ledger_legs').dropColumn('shipped_at').execute();
+  await db.schema.dropTable('shipper_cursors').execute();
+  await sql`ALTER TABLE ledger_legs DROP COLUMN txid`.execute(db);
+  await sql`ALTER TABLE domain_events DROP COLUMN txid, DROP COLUMN seq, ADD COLUMN shipped_at timestamptz`.execute(
+    db,
+  );
+  await sql`CREATE INDEX domain_events_unshipped ON domain_events (occurred_at) WHERE shipped_at IS NULL`.execute(
+    db,
+  );
 }

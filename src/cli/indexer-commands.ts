@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { shipBatch } from '../app/indexer/event-shipper.js';
+import { rewindShipper, shipBatch, unshippedCounts } from '../app/indexer/event-shipper.js';
 import { reconcileRound, type ReconcileCursor } from '../app/indexer/reconciler.js';
 import type { ReconciliationStatus } from '../domain/reconciliation/reconciliation.js';
 import { withIndexerContext, type IndexerCliContext } from './indexer-context.js';
@@ -27,8 +27,8 @@ export async function reconcileCommand(args: string[]): Promise<number> {
 }
 
 /**
- * `reindex`: rebuilds ClickHouse from Postgres and the chain. Every domain event and ledger leg is
- * marked unshipped and shipped again; every outbox transaction's verdict is cleared and checked
+ * `reindex`: rebuilds ClickHouse from Postgres and the chain. The shipper's cursors go back to the
+ * start and every domain event and ledger leg is shipped again; every outbox transaction's verdict is cleared and checked
  * again. The ClickHouse tables are ReplacingMergeTrees keyed by event, leg and movement id, so the
  * rows shipped again replace the old ones instead of counting twice.
  */
@@ -36,9 +36,9 @@ export async function reindexCommand(args: string[]): Promise<number> {
   const { positionals } = parseStrict(args, {});
   if (positionals.length > 0) throw new UsageError(`reindex takes no arguments: ${positionals.join(' ')}`);
   return withIndexerContext(async (ctx) => {
-    const events = await sql`UPDATE domain_events SET shipped_at = NULL`.execute(ctx.db);
-    const legs = await sql`UPDATE ledger_legs SET shipped_at = NULL`.execute(ctx.db);
-    const toShip = Number(events.numAffectedRows ?? 0n) + Number(legs.numAffectedRows ?? 0n);
+    await rewindShipper(ctx.db);
+    const waiting = await unshippedCounts(ctx.db);
+    const toShip = waiting.events + waiting.legs;
     const shipping = createProgress('ship     ', toShip);
     let shipped = 0;
     for (;;) {

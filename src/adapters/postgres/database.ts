@@ -17,6 +17,7 @@ export interface Database {
   likes: LikesTable;
   sends: SendsTable;
   wallet_cursors: WalletCursorsTable;
+  shipper_cursors: ShipperCursorsTable;
 }
 
 /** signed -> sent (processed) -> confirmed -> finalized, or failed (landed with an error; legs reversed). */
@@ -85,7 +86,10 @@ export interface DomainEventsTable {
   amount_micro: Generated<bigint>;
   payload: Generated<unknown>;
   occurred_at: ColumnType<Date, Date | undefined, never>;
-  shipped_at: Date | null;
+  /** Insertion order within a transaction (the shipper's tie-break). */
+  seq: Generated<string>;
+  /** The writing transaction's id (xid8, as text): the shipper's commit-order cursor. */
+  txid: Generated<string>;
 }
 
 export interface LedgerAccountsTable {
@@ -113,7 +117,16 @@ export interface LedgerLegsTable {
   ledger_account_id: string;
   amount: bigint;
   counts: Generated<'spent' | 'earned' | 'none'>;
-  shipped_at: Date | null;
+  /** The writing transaction's id (xid8, as text): the shipper's commit-order cursor. */
+  txid: Generated<string>;
+}
+
+/** Where the event shipper stands in each stream ('events', 'legs'): the last row shipped. */
+export interface ShipperCursorsTable {
+  stream: string;
+  last_txid: string;
+  last_seq: string;
+  updated_at: Generated<Date>;
 }
 
 /** The wallet follower's place in one address's history (newest signature seen). */

@@ -39,7 +39,7 @@ import {
 } from '../src/adapters/solana/index.js';
 import type { App } from '../src/app/app.js';
 import { creatorEarnings } from '../src/app/indexer/analytics-reads.js';
-import { shipBatch } from '../src/app/indexer/event-shipper.js';
+import { SHIP_BATCH_ROWS, shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import { loadConfig } from '../src/config/index.js';
 import { freePort } from '../src/devstack/free-port.js';
@@ -82,7 +82,8 @@ function readSettings(): Settings {
     reconcileRows: int('BENCH_RECONCILE_ROWS', 1_000, 1),
     reconcileWorkers: int('BENCH_RECONCILE_WORKERS', 2, 1),
     events: int('BENCH_EVENTS', 500_000, 1),
-    shipRows: int('BENCH_SHIP_ROWS', 50_000, 1),
+    // The batch the running shipper uses.
+    shipRows: int('BENCH_SHIP_ROWS', SHIP_BATCH_ROWS, 1),
     earnings: int('BENCH_EARNINGS', 10_000_000, CREATORS),
     queries: int('BENCH_QUERIES', 100, 1),
   };

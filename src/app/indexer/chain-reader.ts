@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import { ChainError, type RpcClient } from '../../adapters/solana/index.js';
+import { clickhouseTime } from './event-shipper.js';
 
 /** A landed transaction as the indexer keeps it. */
 export interface FetchedTransaction {
@@ -136,4 +138,39 @@ export async function withBackoff<T>(call: () => Promise<T>): Promise<T> {
       await sleep(waitMs);
     }
   }
+}
+
+/**
+ * The transactions and their token movements into ClickHouse (the reconciler's and the wallet
+ * follower's record of what the chain did); rows collapse by key when written again.
+ */
+export async function recordTransactions(
+  clickhouse: ClickHouse,
+  transactions: FetchedTransaction[],
+): Promise<void> {
+  await clickhouse.insertRows(
+    'chain_transactions',
+    transactions.map((tx) => ({
+      signature: tx.signature,
+      slot: tx.slot,
+      block_time: clickhouseTime(tx.blockTime),
+      fee: tx.fee,
+      status: tx.err === null ? 'success' : 'failed',
+      error: tx.err === null ? '' : JSON.stringify(tx.err),
+    })),
+  );
+  await clickhouse.insertRows(
+    'token_movements',
+    transactions.flatMap((tx) =>
+      tx.movements.map((movement) => ({
+        signature: tx.signature,
+        account_index: movement.accountIndex,
+        mint: movement.mint,
+        owner: movement.owner,
+        token_account: movement.tokenAccount,
+        amount: movement.amount.toString(),
+        block_time: clickhouseTime(tx.blockTime),
+      })),
+    ),
+  );
 }

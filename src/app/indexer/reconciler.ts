@@ -9,7 +9,12 @@ import {
   type ReconciliationStatus,
 } from '../../domain/reconciliation/reconciliation.js';
 import { clickhouseTime } from './event-shipper.js';
-import { fetchTransactions, usdcDeltas, type FetchedTransaction } from './chain-reader.js';
+import {
+  fetchTransactions,
+  recordTransactions,
+  usdcDeltas,
+  type FetchedTransaction,
+} from './chain-reader.js';
 
 export interface ReconcilerDeps {
   db: Db;
@@ -124,8 +129,7 @@ export async function reconcileRound(
 
     const byStatus: Partial<Record<ReconciliationStatus, number>> = {};
     const verdicts: Array<Record<string, unknown>> = [];
-    const chainRows: Array<Record<string, unknown>> = [];
-    const movementRows: Array<Record<string, unknown>> = [];
+    const landed: FetchedTransaction[] = [];
     const now = new Date();
     const marks: Array<{ id: string; commitment: string | null; status: ReconciliationStatus }> = [];
     for (const row of rows) {
@@ -147,25 +151,7 @@ export async function reconcileRound(
         commitment = wanted(row);
         const chain = usdcDeltas(tx, platform.usdcMint.toBase58());
         chainAmount = [...chain.values()].reduce((s, a) => (a > 0n ? s + a : s), 0n);
-        chainRows.push({
-          signature: tx.signature,
-          slot: tx.slot,
-          block_time: clickhouseTime(tx.blockTime),
-          fee: tx.fee,
-          status: tx.err === null ? 'success' : 'failed',
-          error: tx.err === null ? '' : JSON.stringify(tx.err),
-        });
-        for (const movement of tx.movements) {
-          movementRows.push({
-            signature: tx.signature,
-            account_index: movement.accountIndex,
-            mint: movement.mint,
-            owner: movement.owner,
-            token_account: movement.tokenAccount,
-            amount: movement.amount.toString(),
-            block_time: clickhouseTime(tx.blockTime),
-          });
-        }
+        landed.push(tx);
         if (tx.err !== null) {
           status = 'failed_on_chain';
           // The ledger reversed it (a 'failed' outbox row): nothing moved on either side.
@@ -204,8 +190,7 @@ export async function reconcileRound(
        WHERE c.id = m.id`.execute(trx);
     // ClickHouse first, then the Postgres commit: a crash between re-checks the rows (the
     // ReplacingMergeTrees keep one verdict each), never skips one.
-    await deps.clickhouse.insertRows('chain_transactions', chainRows);
-    await deps.clickhouse.insertRows('token_movements', movementRows);
+    await recordTransactions(deps.clickhouse, landed);
     await deps.clickhouse.insertRows('reconciliation', verdicts);
     const lastRow = rows[rows.length - 1]!;
     return { checked: rows.length, byStatus, last: { createdAt: lastRow.created_at_key, id: lastRow.id } };

@@ -10,7 +10,13 @@ import {
 } from '../../adapters/solana/index.js';
 import type { Metrics } from '../../api/metrics.js';
 import type { LedgerStore } from '../../domain/ledger/ledger.service.js';
-import { fetchTransactions, usdcDeltas, withBackoff, type FetchedTransaction } from './chain-reader.js';
+import {
+  fetchTransactions,
+  recordTransactions,
+  usdcDeltas,
+  withBackoff,
+  type FetchedTransaction,
+} from './chain-reader.js';
 import { clickhouseTime } from './event-shipper.js';
 
 export interface WalletFollowerDeps {
@@ -314,35 +320,6 @@ function unexplainedRow(
     detail: `USDC left ${named.join(', ')} with no ledger movement`,
     checked_at: clickhouseTime(now),
   };
-}
-
-/** The transactions and their token movements, as the reconciler writes them (rows collapse by key). */
-async function recordTransactions(clickhouse: ClickHouse, transactions: FetchedTransaction[]): Promise<void> {
-  await clickhouse.insertRows(
-    'chain_transactions',
-    transactions.map((tx) => ({
-      signature: tx.signature,
-      slot: tx.slot,
-      block_time: clickhouseTime(tx.blockTime),
-      fee: tx.fee,
-      status: tx.err === null ? 'success' : 'failed',
-      error: tx.err === null ? '' : JSON.stringify(tx.err),
-    })),
-  );
-  await clickhouse.insertRows(
-    'token_movements',
-    transactions.flatMap((tx) =>
-      tx.movements.map((movement) => ({
-        signature: tx.signature,
-        account_index: movement.accountIndex,
-        mint: movement.mint,
-        owner: movement.owner,
-        token_account: movement.tokenAccount,
-        amount: movement.amount.toString(),
-        block_time: clickhouseTime(tx.blockTime),
-      })),
-    ),
-  );
 }
 
 /**

@@ -272,4 +272,24 @@ describe('reconciliation', () => {
     });
     expect(await after.json()).toEqual([{ n: '2500', distinct_n: '2500' }]);
   });
+
+  test('payloads with backslashes, quotes, tabs and newlines arrive in ClickHouse unchanged', async () => {
+    const payload = { text: 'back\\slash \t tab "quoted"\nnew line', emoji: '🙂' };
+    const row = await env.app.db
+      .insertInto('domain_events')
+      .values({ type: 'test.escaping', payload: JSON.stringify(payload) })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    for (let round = 0; round < 10; round++) {
+      const shipped = await shipBatch(env.app);
+      if (shipped.events === 0 && shipped.legs === 0) break;
+    }
+    const result = await env.app.clickhouse.client.query({
+      query: `SELECT payload FROM ${env.app.clickhouse.table('domain_events')} FINAL WHERE event_id = {id:UUID}`,
+      query_params: { id: row.id },
+      format: 'JSONEachRow',
+    });
+    const [shipped] = await result.json<{ payload: string }>();
+    expect(JSON.parse(shipped!.payload)).toEqual(payload);
+  });
 });

@@ -1,6 +1,6 @@
 import type { App } from '../src/app/app.js';
 import { startLoop, type BackgroundLoop } from '../src/app/background-loop.js';
-import { SHIP_BATCH_ROWS, shipBatch, shipperLag } from '../src/app/indexer/event-shipper.js';
+import { shipBatch, shipperLag } from '../src/app/indexer/event-shipper.js';
 
 /**
  * The event shipper of the worker role: drains the Postgres outbox of domain events and ledger
@@ -17,7 +17,8 @@ export function startEventShipper(app: App): BackgroundLoop {
         const shipped = await shipBatch(app);
         app.metrics.shippedRows.inc({ stream: 'events' }, shipped.events);
         app.metrics.shippedRows.inc({ stream: 'legs' }, shipped.legs);
-        return shipped.events === SHIP_BATCH_ROWS || shipped.legs === SHIP_BATCH_ROWS;
+        // Anything shipped: look again at once (a round stops at its batch budget).
+        return shipped.events + shipped.legs > 0;
       } catch (error) {
         app.metrics.shipperFailures.inc();
         throw error;

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
 
@@ -17,6 +18,11 @@ export interface ClickHouse {
   table(name: string): string;
   /** Inserts rows (JSONEachRow: 64-bit integers as strings) into a table of this database. */
   insertRows(table: string, rows: ReadonlyArray<Record<string, unknown>>): Promise<void>;
+  /**
+   * Inserts rows already encoded as TabSeparated text (one line each, `\N` for NULL, backslash
+   * escapes): bulk copies whose text another system wrote, with no JavaScript object per row.
+   */
+  insertTabSeparated(table: string, columns: readonly string[], body: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -44,6 +50,15 @@ export function createClickHouse(target: ClickHouseTarget, database: string): Cl
     insertRows: async (name, rows) => {
       if (rows.length === 0) return;
       await client.insert({ table: table(name), format: 'JSONEachRow', values: [...rows] });
+    },
+    insertTabSeparated: async (name, columns, body) => {
+      if (body.length === 0) return;
+      await client.insert({
+        table: table(name),
+        format: 'TabSeparated',
+        values: Readable.from([Buffer.from(body)], { objectMode: false }),
+        columns: [...columns] as [string, ...string[]],
+      });
     },
     close: () => client.close(),
   };

@@ -2,6 +2,7 @@ import { Worker, type Processor } from 'bullmq';
 import type { App } from '../src/app/app.js';
 import { createRedis } from '../src/adapters/redis/index.js';
 import { startEventShipper } from './event-shipper.loop.js';
+import { startTrendingBuilder, TRENDING_REBUILD_MS } from './trending.loop.js';
 import type { RunningRole } from './role.js';
 
 /** A BullMQ queue served by the worker role. */
@@ -40,14 +41,16 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
     if (resumed > 0) log.info(`${p.queue}: resumed ${resumed} unfinished item(s) from before the last stop`);
   }
   const shipper = startEventShipper(app);
+  const trending = startTrendingBuilder(app);
   return {
     name: 'worker',
     summary: [
       ...processors.map((p) => `queue ${p.queue} (concurrency ${p.concurrency})`),
       'event shipper: domain events and ledger legs to ClickHouse',
+      `trending snapshot: rebuilt every ${TRENDING_REBUILD_MS / 1000} s`,
     ],
     stop: async () => {
-      await shipper.stop();
+      await Promise.all([shipper.stop(), trending.stop()]);
       // close() waits for the jobs in progress to finish: a SIGTERM never cuts a payment in half.
       await Promise.all(workers.map((w) => w.close()));
       connection.disconnect();

@@ -9,6 +9,7 @@ import * as sends from './2026_11_22_6_sends.js';
 import * as idempotencyKeys from './2026_11_22_7_idempotency_keys.js';
 import * as heldCredits from './2026_11_22_8_held_credits.js';
 import * as indexer from './2026_11_22_9_indexer.js';
+import * as readPath from './2026_11_22_a_read_path.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -26,4 +27,6 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_7_idempotency_keys': idempotencyKeys,
   '2026_11_22_8_held_credits': heldCredits,
   '2026_11_22_9_indexer': indexer,
+  // Kysely runs migrations in the text order of their names: after _9_ comes _a_, not _10_.
+  '2026_11_22_a_read_path': readPath,
 };

@@ -8,6 +8,8 @@ export type ErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'conflict'
+  /** A pagination cursor whose snapshot is gone (trending): restart from the first page. */
+  | 'cursor_expired'
   | 'idempotency_key_reused'
   | 'insufficient_balance'
   | 'rate_limited'

@@ -24,7 +24,7 @@ describe('Postgres migrations', () => {
 
   test('every file in schema/postgres is listed in its index', () => {
     const files = readdirSync(new URL('../schema/postgres', import.meta.url))
-      .filter((f) => /^\d{4}_\d{2}_\d{2}_\d+_.*\.ts$/.test(f))
+      .filter((f) => /^\d{4}_\d{2}_\d{2}_[0-9a-z]+_.*\.ts$/.test(f))
       .map((f) => f.replace(/\.ts$/, ''));
     expect(Object.keys(postgresMigrations).sort()).toEqual(files.sort());
   });

@@ -13,16 +13,19 @@ test('the document names every /api/v1 route with its errors', async () => {
   };
   expect(Object.keys(document.paths).sort()).toEqual([
     '/api/v1/accounts',
+    '/api/v1/feed',
     '/api/v1/finance/reconciliation',
     '/api/v1/me',
     '/api/v1/me/profile',
     '/api/v1/me/transactions',
     '/api/v1/posts',
+    '/api/v1/posts/{id}',
     '/api/v1/posts/{id}/like',
     '/api/v1/posts/{id}/repost',
     '/api/v1/send',
     '/api/v1/users/{handle}',
     '/api/v1/users/{handle}/follow',
+    '/api/v1/users/{handle}/posts',
   ]);
   expect(Object.keys(document.paths['/api/v1/me']!.get!.responses).sort()).toEqual([
     '200',

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ClickHouse } from '../adapters/clickhouse/index.js';
 import type { PaymentsQueue } from '../adapters/redis/payments-queue.js';
@@ -26,6 +27,10 @@ export interface ApiDeps extends WritePathDeps {
   payments: PaymentsQueue;
   /** HMAC key of opaque pagination cursors. */
   cursorSecret: string;
+  /** The trending snapshot lives in Redis (src/app/feed/trending.ts). */
+  redis: Redis;
+  /** REDIS_PREFIX: this deployment's Redis key prefix. */
+  redisPrefix: string;
   /** WRITE_TIMEOUT_MS: how long a paid write waits for the cluster to execute it before answering 202. */
   writeTimeoutMs: number;
 }

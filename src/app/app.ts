@@ -65,6 +65,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     stack,
     db,
     redis,
+    redisPrefix: config.REDIS_PREFIX,
     clickhouse,
     metrics,
     ...core,

@@ -3,14 +3,7 @@ import { setLike } from '../../app/write-path/like-post.js';
 import { repostPost } from '../../app/write-path/repost-post.js';
 import type { ApiDeps } from '../api-deps.js';
 import { awaitPayment } from '../../app/write-path/await-payment.js';
-import { authErrors, errorBody, insufficientBalanceBody } from './schemas.js';
-
-/** No format here: an id that is not a UUID names no post and answers 404 (engagement-rules.ts). */
-const postIdParams = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'string', description: 'The post (a UUID; anything else is 404)' } },
-} as const;
+import { authErrors, errorBody, insufficientBalanceBody, postIdParams } from './schemas.js';
 
 /** The spec's Repost object; `status` only on 202. */
 const createdRepost = {

@@ -3,6 +3,7 @@ import type { ApiDeps } from '../api-deps.js';
 import { registerAccountRoutes } from './accounts.routes.js';
 import { createAuthHook } from './auth.hook.js';
 import { registerEngagementRoutes } from './engagement.routes.js';
+import { registerFeedRoutes } from './feed.routes.js';
 import { registerFinanceRoutes } from './finance.routes.js';
 import { registerIdempotency } from './idempotency.hook.js';
 import { registerPostRoutes } from './posts.routes.js';
@@ -25,6 +26,7 @@ export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
   registerProfileRoutes(api, deps);
   registerPostRoutes(api, deps);
   registerEngagementRoutes(api, deps);
+  registerFeedRoutes(api, deps);
   registerTransactionRoutes(api, deps);
   registerSendRoutes(api, deps);
 }

@@ -81,5 +81,12 @@ export const handleParams = {
   },
 } as const;
 
+/** No format here: an id that is not a UUID names no post and answers 404 (engagement-rules.ts). */
+export const postIdParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', description: 'The post (a UUID; anything else is 404)' } },
+} as const;
+
 /** Standard error answers every authenticated route documents. */
 export const authErrors = { 401: errorBody, 403: errorBody, 429: errorBody } as const;

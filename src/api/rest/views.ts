@@ -10,7 +10,7 @@ export function usdNumber(micro: bigint): number {
 }
 
 /** Our default avatar until one is set: an SVG we serve, so `avatar_url` is always a URL. */
-export function avatarUrl(account: Account, baseUrl: string): string {
+export function avatarUrl(account: Pick<Account, 'id' | 'avatarUrl'>, baseUrl: string): string {
   return account.avatarUrl ?? `${baseUrl}/avatars/${account.id}.svg`;
 }
 

@@ -72,7 +72,7 @@ export function decodeHistoryCursor(
 }
 
 /** A real instant Postgres accepts (no 30 February, no year 0), in the exact form we write. */
-function isExactInstant(text: string): boolean {
+export function isExactInstant(text: string): boolean {
   if (!EXACT_ISO.test(text)) return false;
   const date = new Date(text);
   return (

@@ -1,0 +1,88 @@
+import type { FastifyInstance } from 'fastify';
+import { feedPage } from '../../app/feed/feed-page.js';
+import { getPost } from '../../app/feed/post-reads.js';
+import { userTimeline } from '../../app/feed/user-timeline.js';
+import type { ApiDeps } from '../api-deps.js';
+import { baseUrlOf } from './base-url.js';
+import { feedItem, pageQuery, postPage, singlePost, timelineItem } from './post-schemas.js';
+import { feedItemView, singlePostView, timelineItemView } from './post-views.js';
+import { authErrors, errorBody, handleParams, postIdParams } from './schemas.js';
+
+type PageQuery = { limit?: string; cursor?: string };
+
+/**
+ * The read path (issue #7): the global feed, one post with its thread context, and a profile's
+ * timeline. All need `read` and spend the `read` bucket. Posts whose payment failed on chain are
+ * shown nowhere. deps is read only inside handlers: the OpenAPI printer registers routes with
+ * deps that refuse use.
+ */
+export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
+  api.get<{ Querystring: PageQuery & { sort?: string } }>(
+    '/feed',
+    {
+      config: { scope: 'read', bucket: 'read' },
+      schema: {
+        summary: 'Global feed (trending or latest)',
+        description:
+          'latest: every post newest first, keyset-paged on (created_at, id). trending: the ranked snapshot; a cursor whose snapshot is gone answers 410 cursor_expired (start again without a cursor).',
+        tags: ['feed'],
+        querystring: {
+          type: 'object',
+          properties: {
+            sort: { type: 'string', enum: ['trending', 'latest'], description: 'Default trending' },
+            ...pageQuery,
+          },
+        },
+        response: { 200: postPage(feedItem), 400: errorBody, 410: errorBody, 503: errorBody, ...authErrors },
+      },
+    },
+    async (request) => {
+      const page = await feedPage(deps, request.query);
+      const baseUrl = baseUrlOf(request);
+      return {
+        posts: page.items.map((post) => feedItemView(post, baseUrl)),
+        has_more: page.hasMore,
+        ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
+      };
+    },
+  );
+
+  api.get<{ Params: { id: string } }>(
+    '/posts/:id',
+    {
+      config: { scope: 'read', bucket: 'read' },
+      schema: {
+        summary: 'One post with its thread context (parent, quoted_post)',
+        tags: ['feed'],
+        params: postIdParams,
+        response: { 200: singlePost, 404: errorBody, ...authErrors },
+      },
+    },
+    async (request) => singlePostView(await getPost(deps, request.params.id), baseUrlOf(request)),
+  );
+
+  api.get<{ Params: { handle: string }; Querystring: PageQuery }>(
+    '/users/:handle/posts',
+    {
+      config: { scope: 'read', bucket: 'read' },
+      schema: {
+        summary: 'A profile’s timeline: its posts and reposts, newest first',
+        description:
+          'Posts, replies and quotes by the user, and the posts they reposted, merged newest first (a repost at the time it was reposted); keyset-paged on (time, id). A post is a feed item; a repost is the reposted post’s feed item plus reposted_by (the reposter’s handle) and reposted_at.',
+        tags: ['feed'],
+        params: handleParams,
+        querystring: { type: 'object', properties: pageQuery },
+        response: { 200: postPage(timelineItem), 400: errorBody, 404: errorBody, ...authErrors },
+      },
+    },
+    async (request) => {
+      const page = await userTimeline(deps, request.params.handle, request.query);
+      const baseUrl = baseUrlOf(request);
+      return {
+        posts: page.items.map((item) => timelineItemView(item, baseUrl)),
+        has_more: page.hasMore,
+        ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
+      };
+    },
+  );
+}

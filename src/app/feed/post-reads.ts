@@ -1,0 +1,95 @@
+import type { Db } from '../../adapters/postgres/db.js';
+import { createPostReadStore } from '../../adapters/postgres/post-reads.repository.js';
+import { parseHistoryLimit } from '../../domain/ledger/transaction-history.js';
+import { parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
+import {
+  NO_ENGAGEMENT,
+  type PostReadStore,
+  type PostSummary,
+  type PostView,
+} from '../../domain/posts/post-reads.js';
+import { decodePosition, encodePosition, LATEST_FEED_SCOPE } from '../../domain/posts/read-cursors.js';
+
+export interface PostReadDeps {
+  db: Db;
+  /** HMAC key of the opaque page cursors (per deployment). */
+  cursorSecret: string;
+}
+
+/** A keyset page: `nextCursor` only when there is more. */
+export interface Page<T> {
+  items: T[];
+  hasMore: boolean;
+  nextCursor?: string;
+}
+
+/** Page size of every post listing: the spec's feed rule (1 to 50, default 20), as history's. */
+export const parsePageLimit = parseHistoryLimit;
+
+/** Adds engagement to a page of posts: one grouped statement however many posts. */
+export async function withEngagement(store: PostReadStore, posts: PostSummary[]): Promise<PostView[]> {
+  const counts = await store.engagement(posts.map((post) => post.id));
+  return posts.map((post) => ({ ...post, ...(counts.get(post.id) ?? NO_ENGAGEMENT) }));
+}
+
+/**
+ * Posts by id, in the order given (a ranking's), with authors and counts: two statements. Ids that
+ * name no visible post (unknown, or their payment failed) are dropped.
+ */
+export async function hydratePosts(deps: { db: Db }, ids: readonly string[]): Promise<PostView[]> {
+  const store = createPostReadStore(deps.db);
+  const views = await withEngagement(store, await store.summaries(ids));
+  const byId = new Map(views.map((view) => [view.id, view]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/** GET /feed?sort=latest: every visible post newest first, keyset-paged on (created_at, id). */
+export async function latestFeedPage(
+  deps: PostReadDeps,
+  input: { cursor?: string | undefined; limit?: unknown },
+): Promise<Page<PostView>> {
+  const limit = parsePageLimit(input.limit);
+  const after =
+    input.cursor !== undefined
+      ? decodePosition(deps.cursorSecret, LATEST_FEED_SCOPE, input.cursor)
+      : undefined;
+  const store = createPostReadStore(deps.db);
+  // One extra row tells whether another page exists without a count.
+  const rows = await store.latest({ limit: limit + 1, ...(after ? { after } : {}) });
+  const hasMore = rows.length > limit;
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    items: await withEngagement(store, page),
+    hasMore,
+    ...(hasMore && last
+      ? {
+          nextCursor: encodePosition(deps.cursorSecret, LATEST_FEED_SCOPE, {
+            at: last.createdAtExact,
+            id: last.id,
+          }),
+        }
+      : {}),
+  };
+}
+
+/** One post with its thread context: the post replied to and the post quoted, one level deep. */
+export interface PostWithContext {
+  post: PostView;
+  /** For a reply: its parent; null otherwise, or when the parent is not shown (payment failed). */
+  parent: PostView | null;
+  /** For a quote: the quoted post; null otherwise, or when it is not shown (payment failed). */
+  quotedPost: PostView | null;
+}
+
+/** GET /posts/{id}: three statements (the post, its parent/quoted post, every count). */
+export async function getPost(deps: { db: Db }, rawId: unknown): Promise<PostWithContext> {
+  const id = parsePostId(rawId);
+  const store = createPostReadStore(deps.db);
+  const [post] = await store.summaries([id]);
+  if (!post) throw unknownPost(id);
+  const refIds = [post.parentId, post.quotedPostId].filter((ref): ref is string => ref !== null);
+  const views = await withEngagement(store, [post, ...(await store.summaries(refIds))]);
+  const view = (ref: string | null) => (ref === null ? null : (views.find((v) => v.id === ref) ?? null));
+  return { post: views[0]!, parent: view(post.parentId), quotedPost: view(post.quotedPostId) };
+}

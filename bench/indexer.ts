@@ -45,6 +45,7 @@ import { loadConfig } from '../src/config/index.js';
 import { freePort } from '../src/devstack/free-port.js';
 import { createLogger } from '../src/logger.js';
 import { runService } from '../src/service.js';
+import { intSetting } from './bench-settings.js';
 
 const TARGET_RECONCILED_PER_SECOND = 2_000;
 const TARGET_SHIPPED_PER_SECOND = 100_000;
@@ -68,24 +69,15 @@ interface Settings {
 }
 
 function readSettings(): Settings {
-  const int = (name: string, fallback: number, min: number): number => {
-    const raw = process.env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isSafeInteger(value) || value < min) {
-      throw new Error(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
-    }
-    return value;
-  };
   return {
-    payments: int('BENCH_PAYMENTS', 4_000, 1),
-    reconcileRows: int('BENCH_RECONCILE_ROWS', 1_000, 1),
-    reconcileWorkers: int('BENCH_RECONCILE_WORKERS', 2, 1),
-    events: int('BENCH_EVENTS', 500_000, 1),
+    payments: intSetting('BENCH_PAYMENTS', 4_000, 1),
+    reconcileRows: intSetting('BENCH_RECONCILE_ROWS', 1_000, 1),
+    reconcileWorkers: intSetting('BENCH_RECONCILE_WORKERS', 2, 1),
+    events: intSetting('BENCH_EVENTS', 500_000, 1),
     // The batch the running shipper uses.
-    shipRows: int('BENCH_SHIP_ROWS', SHIP_BATCH_ROWS, 1),
-    earnings: int('BENCH_EARNINGS', 10_000_000, CREATORS),
-    queries: int('BENCH_QUERIES', 100, 1),
+    shipRows: intSetting('BENCH_SHIP_ROWS', SHIP_BATCH_ROWS, 1),
+    earnings: intSetting('BENCH_EARNINGS', 10_000_000, CREATORS),
+    queries: intSetting('BENCH_QUERIES', 100, 1),
   };
 }
 

@@ -38,6 +38,7 @@ import {
 import type { LocalChain } from '../src/localnet/chain.js';
 import { startLocalnetThread } from '../src/localnet/localnet-thread.js';
 import { startLocalnet, type Localnet } from '../src/localnet/localnet.js';
+import { intSetting } from './bench-settings.js';
 
 const TARGET_PER_SECOND = 800;
 const SLOT_MS = 400;
@@ -61,25 +62,16 @@ interface Settings {
 }
 
 function readSettings(): Settings {
-  const int = (name: string, fallback: number, min: number): number => {
-    const raw = process.env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isSafeInteger(value) || value < min) {
-      throw new Error(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
-    }
-    return value;
-  };
   return {
-    transfers: int('BENCH_TRANSFERS', 6000, 1),
-    preflightTransfers: int('BENCH_PREFLIGHT_TRANSFERS', 2000, 0),
-    inProcessTransfers: int('BENCH_INPROCESS_TRANSFERS', 6000, 0),
-    warmup: int('BENCH_WARMUP', 500, 0),
-    chunk: int('BENCH_CHUNK', 500, 1),
-    concurrency: int('BENCH_CONCURRENCY', 3, 1),
-    pollMs: int('BENCH_POLL_MS', 100, 10),
-    senders: int('BENCH_SENDERS', 64, 1),
-    recipients: int('BENCH_RECIPIENTS', 4, 1),
+    transfers: intSetting('BENCH_TRANSFERS', 6000, 1),
+    preflightTransfers: intSetting('BENCH_PREFLIGHT_TRANSFERS', 2000, 0),
+    inProcessTransfers: intSetting('BENCH_INPROCESS_TRANSFERS', 6000, 0),
+    warmup: intSetting('BENCH_WARMUP', 500, 0),
+    chunk: intSetting('BENCH_CHUNK', 500, 1),
+    concurrency: intSetting('BENCH_CONCURRENCY', 3, 1),
+    pollMs: intSetting('BENCH_POLL_MS', 100, 10),
+    senders: intSetting('BENCH_SENDERS', 64, 1),
+    recipients: intSetting('BENCH_RECIPIENTS', 4, 1),
   };
 }
 

@@ -36,6 +36,7 @@ import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { createLogger } from '../src/logger.js';
 import { runService, type RunningService } from '../src/service.js';
+import { intSetting } from './bench-settings.js';
 
 const TARGET_CONFIRMED_PER_SECOND = 300;
 const TARGET_P99_MS = 250;
@@ -54,22 +55,13 @@ interface Settings {
 }
 
 function readSettings(): Settings {
-  const int = (name: string, fallback: number, min: number): number => {
-    const raw = process.env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isSafeInteger(value) || value < min) {
-      throw new Error(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
-    }
-    return value;
-  };
   return {
-    accounts: int('BENCH_ACCOUNTS', 40, 1),
-    concurrency: int('BENCH_CONCURRENCY', 32, 1),
-    seconds: int('BENCH_SECONDS', 10, 1),
-    rate: int('BENCH_RATE', 150, 1),
-    latencySeconds: int('BENCH_LATENCY_SECONDS', 8, 1),
-    floorSeconds: int('BENCH_FLOOR_SECONDS', 5, 1),
+    accounts: intSetting('BENCH_ACCOUNTS', 40, 1),
+    concurrency: intSetting('BENCH_CONCURRENCY', 32, 1),
+    seconds: intSetting('BENCH_SECONDS', 10, 1),
+    rate: intSetting('BENCH_RATE', 150, 1),
+    latencySeconds: intSetting('BENCH_LATENCY_SECONDS', 8, 1),
+    floorSeconds: intSetting('BENCH_FLOOR_SECONDS', 5, 1),
   };
 }
 

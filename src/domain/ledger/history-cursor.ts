@@ -1,5 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors.js';
+import { decodeSignedCursor, encodeSignedCursor } from '../pagination/signed-cursor.js';
 
 /**
  * Where a page of the transaction history stops: the movement's `created_at` exactly as Postgres
@@ -19,22 +19,15 @@ export interface HistoryPosition {
  */
 export const DEFAULT_CURSOR_SECRET = 'ledgerfeed:transaction-history-cursor:v1';
 
-/** Bytes of HMAC-SHA256 kept in a cursor: 128 bits is far beyond guessing, and keeps cursors short. */
-const MAC_BYTES = 16;
 const EXACT_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-function mac(secret: string, scope: string, payload: string): Buffer {
-  // The scope (the account id) is signed but not carried: a cursor only works for its own account.
-  return createHmac('sha256', secret).update(`${scope}\n${payload}`).digest().subarray(0, MAC_BYTES);
-}
-
-/** `<base64url JSON [createdAt, movementId]>.<base64url MAC>`, opaque to clients. */
+/**
+ * `<base64url JSON [createdAt, movementId]>.<base64url MAC>`, opaque to clients. The scope (the
+ * account id) is signed but not carried: a cursor only works for its own account.
+ */
 export function encodeHistoryCursor(secret: string, scope: string, position: HistoryPosition): string {
-  const payload = Buffer.from(JSON.stringify([position.createdAt, position.movementId])).toString(
-    'base64url',
-  );
-  return `${payload}.${mac(secret, scope, payload).toString('base64url')}`;
+  return encodeSignedCursor(secret, scope, [position.createdAt, position.movementId]);
 }
 
 /**
@@ -48,26 +41,23 @@ export function decodeHistoryCursor(
   cursor: string,
   field = 'cursor',
 ): HistoryPosition {
-  const invalid = () =>
-    new AppError('invalid_request', `${field} is not valid: pass a cursor from a previous page unchanged`, {
-      field,
-    });
-  const [payload, signature, ...rest] = cursor.split('.');
-  if (!payload || !signature || rest.length > 0) throw invalid();
-  const given = Buffer.from(signature, 'base64url');
-  // Node's base64url decoder skips junk characters, so compare the canonical re-encoding too.
-  if (given.length !== MAC_BYTES || given.toString('base64url') !== signature) throw invalid();
-  if (!timingSafeEqual(given, mac(secret, scope, payload))) throw invalid();
-  let decoded: unknown;
-  try {
-    decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid();
+  const values = decodeSignedCursor(secret, scope, cursor, field);
+  const [createdAt, movementId] = values;
+  if (
+    values.length !== 2 ||
+    typeof createdAt !== 'string' ||
+    typeof movementId !== 'string' ||
+    !UUID.test(movementId) ||
+    !isExactInstant(createdAt)
+  ) {
+    throw new AppError(
+      'invalid_request',
+      `${field} is not valid: pass a cursor from a previous page unchanged`,
+      {
+        field,
+      },
+    );
   }
-  if (!Array.isArray(decoded) || decoded.length !== 2) throw invalid();
-  const [createdAt, movementId] = decoded as unknown[];
-  if (typeof createdAt !== 'string' || typeof movementId !== 'string') throw invalid();
-  if (!UUID.test(movementId) || !isExactInstant(createdAt)) throw invalid();
   return { createdAt, movementId };
 }
 

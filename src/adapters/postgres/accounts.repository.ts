@@ -21,6 +21,17 @@ export function toAccount(row: Selectable<AccountsTable>): Account {
   };
 }
 
+/** The accounts among `ids`, in one statement (the GraphQL per-request author loader batches into it). */
+export async function accountsByIds(db: Db, ids: readonly string[]): Promise<Map<string, Account>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('accounts')
+    .selectAll()
+    .where('id', 'in', [...ids])
+    .execute();
+  return new Map(rows.map((row) => [row.id, toAccount(row)]));
+}
+
 export function createAccountStore(db: Db): AccountStore {
   const rethrowHandleTaken = (handle: string) => (error: unknown) => {
     const pgError = error as { code?: string; constraint?: string };

@@ -146,6 +146,32 @@ export function createPostReadStore(db: Db): PostReadStore {
         repostedAt: row.is_repost ? row.at : null,
       }));
     },
+
+    replies: async (parentId, { limit, after }) => {
+      // Oldest first: a thread reads in the order it was written.
+      let query = posts()
+        .where('p.parent_id', '=', parentId)
+        .orderBy('p.created_at', 'asc')
+        .orderBy('p.id', 'asc')
+        .limit(limit);
+      if (after) {
+        query = query.where(
+          sql<boolean>`(p.created_at, p.id) > (${after.at}::timestamptz, ${after.id}::uuid)`,
+        );
+      }
+      return (await query.execute()).map(toSummary);
+    },
+
+    likedBy: async (accountId, ids) => {
+      if (ids.length === 0) return new Set();
+      const rows = await db
+        .selectFrom('likes')
+        .select('post_id')
+        .where('account_id', '=', accountId)
+        .where('post_id', '=', sql<string>`ANY(${[...ids]}::uuid[])`)
+        .execute();
+      return new Set(rows.map((row) => row.post_id));
+    },
   };
 }
 

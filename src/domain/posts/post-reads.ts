@@ -60,6 +60,10 @@ export interface PostReadStore {
   latest(query: { limit: number; after?: PagePosition }): Promise<PostSummary[]>;
   /** The account's visible posts and reposts merged, newest first by (time, entry id). */
   timeline(accountId: string, query: { limit: number; after?: PagePosition }): Promise<TimelineRow[]>;
+  /** Visible replies to `parentId`, oldest first by (created_at, id), strictly after `after`. */
+  replies(parentId: string, query: { limit: number; after?: PagePosition }): Promise<PostSummary[]>;
+  /** Which of `ids` the account has liked, in one statement (GraphQL `viewerHasLiked`). */
+  likedBy(accountId: string, ids: readonly string[]): Promise<Set<string>>;
 }
 
 export const NO_ENGAGEMENT: PostEngagement = { likeCount: 0, replyCount: 0, repostCount: 0 };

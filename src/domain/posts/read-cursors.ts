@@ -13,6 +13,11 @@ export function timelineScope(accountId: string): string {
   return `timeline:${accountId}`;
 }
 
+/** Cursor scope of one post's replies: a cursor only pages the thread it came from. */
+export function repliesScope(postId: string): string {
+  return `replies:${postId}`;
+}
+
 export function encodePosition(secret: string, scope: string, position: PagePosition): string {
   return encodeSignedCursor(secret, scope, [position.at, position.id]);
 }

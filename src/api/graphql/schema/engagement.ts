@@ -31,7 +31,7 @@ const PaymentStatus = builder.enumType('PaymentStatus', {
   } as const,
 });
 
-const PostTypeEnum = builder.enumType('PostType', {
+export const PostTypeEnum = builder.enumType('PostType', {
   values: { POST: { value: 'post' }, REPLY: { value: 'reply' }, QUOTE: { value: 'quote' } } as const,
 });
 

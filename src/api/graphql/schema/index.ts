@@ -4,3 +4,5 @@ import './api-key.js';
 import './transaction.js';
 import './engagement.js';
 import './finance.js';
+import './post.js';
+import './feed.js';

@@ -1,0 +1,74 @@
+import { AppError } from '../../../domain/errors.js';
+import { parsePostId } from '../../../domain/posts/engagement-rules.js';
+import type { PostView } from '../../../domain/posts/post-reads.js';
+import { builder } from '../builder.js';
+import { spendFor } from '../rate-limits.js';
+import { AccountRef } from './account.js';
+import { PostTypeEnum } from './engagement.js';
+import { accountLoader, likedLoader, postLoader, trendingScoreLoader } from './post-loaders.js';
+
+/**
+ * A post as the read path shows it (REST GET /posts/{id}), with its thread context as fields: a
+ * nested post has its own `parent` and `quotedPost`, loaded on demand. Posts whose payment failed
+ * on chain are never returned (null where a field points at one).
+ */
+export const PostRef = builder.objectRef<PostView>('Post');
+
+PostRef.implement({
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    type: t.field({ type: PostTypeEnum, resolve: (post) => post.type }),
+    content: t.exposeString('content'),
+    author: t.field({
+      type: AccountRef,
+      resolve: (post, _args, ctx) => accountLoader(ctx).load(post.author.id),
+    }),
+    likeCount: t.exposeInt('likeCount'),
+    replyCount: t.exposeInt('replyCount', { description: 'Replies whose payment did not fail.' }),
+    repostCount: t.exposeInt('repostCount', { description: 'Reposts whose payment did not fail.' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    parent: t.field({
+      type: PostRef,
+      nullable: true,
+      description: 'For a reply: the post replied to; null otherwise or when it is not shown.',
+      resolve: (post, _args, ctx) => (post.parentId ? postLoader(ctx).load(post.parentId) : null),
+    }),
+    quotedPost: t.field({
+      type: PostRef,
+      nullable: true,
+      description: 'For a quote: the post quoted; null otherwise or when it is not shown.',
+      resolve: (post, _args, ctx) => (post.quotedPostId ? postLoader(ctx).load(post.quotedPostId) : null),
+    }),
+    viewerHasLiked: t.boolean({
+      description: 'Whether the account behind the API key liked the post.',
+      resolve: (post, _args, ctx) => likedLoader(ctx).load(post.id),
+    }),
+    trendingScore: t.float({
+      nullable: true,
+      description: 'Score in the current trending snapshot; null when the post is not ranked in it.',
+      resolve: (post, _args, ctx) => trendingScoreLoader(ctx).load(post.id),
+    }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  post: t.field({
+    type: PostRef,
+    nullable: true,
+    description: 'One post by id (REST GET /posts/{id}); null when none is shown. Needs `read`.',
+    authScopes: { read: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => {
+      await spendFor(ctx, 'read');
+      let postId: string;
+      try {
+        postId = parsePostId(String(id));
+      } catch (error) {
+        // Not a UUID names no post: null, as `user` answers for an unknown handle.
+        if (error instanceof AppError && error.code === 'not_found') return null;
+        throw error;
+      }
+      return postLoader(ctx).load(postId);
+    },
+  }),
+}));

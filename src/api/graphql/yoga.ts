@@ -1,11 +1,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { ApiDeps } from '../api-deps.js';
 import { createContext, type GraphQLContext } from './context.js';
 import { isClientError, maskError } from './errors.js';
 import { graphqlSchema } from './graphql-schema.js';
+import { queryLimitsRule } from './query-limits.js';
 
 type ServerContext = { req: FastifyRequest; reply: FastifyReply };
+
+const queryLimitsPlugin: Plugin = {
+  onValidate: ({ addValidationRule }) => addValidationRule(queryLimitsRule()),
+};
 
 export function createGraphqlServer(deps: ApiDeps): YogaServerInstance<ServerContext, GraphQLContext> {
   const log = deps.logger.child({ component: 'graphql' });
@@ -27,5 +32,7 @@ export function createGraphqlServer(deps: ApiDeps): YogaServerInstance<ServerCon
       },
     },
     context: ({ req, reply }) => createContext(deps, req, reply),
+    // Depth and cost limits run with the other validation rules: a query over them never executes.
+    plugins: [queryLimitsPlugin],
   });
 }

@@ -1,0 +1,197 @@
+/**
+ * Benchmark of the read-path issue: the REST feed (latest and trending, 20 items) and the GraphQL
+ * feed query, each beside a plain `node:http` server answering the same bytes, in the same run.
+ *
+ *   npm run bench:feed
+ *
+ * The service (role api) runs in this process on a fresh DATA_DIR with the embedded stack;
+ * BENCH_POSTS posts (with likes) are written straight into Postgres (not timed). The load comes
+ * from autocannon in a child process (50 connections, BENCH_SECONDS each), so the generator's CPU
+ * is not the server's event loop. Targets: REST >= 40% and GraphQL >= 25% of the plain server's
+ * requests/s, p99 < 50 ms. A missed target exits 1. The machine is shared and noisy: read the
+ * ratios, which come from one run.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { sql } from 'kysely';
+import { loadConfig } from '../src/config/index.js';
+import { freePort } from '../src/devstack/free-port.js';
+import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { createLogger } from '../src/logger.js';
+import { projectRoot } from '../src/project-root.js';
+import { runService } from '../src/service.js';
+import { intSetting } from './bench-settings.js';
+
+const TARGET_REST_RATIO = 0.4;
+const TARGET_GRAPHQL_RATIO = 0.25;
+const TARGET_P99_MS = 50;
+const CONNECTIONS = 50;
+
+const run = promisify(execFile);
+
+interface Load {
+  requestsPerSecond: number;
+  p99Ms: number;
+  errors: number;
+  non2xx: number;
+}
+
+/** autocannon in its own process, JSON out. */
+async function load(
+  url: string,
+  seconds: number,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Load> {
+  const args = ['-c', String(CONNECTIONS), '-d', String(seconds), '-j'];
+  if (options.method) args.push('-m', options.method);
+  for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}=${value}`);
+  if (options.body) args.push('-b', options.body);
+  const { stdout } = await run(
+    path.join(projectRoot(), 'node_modules', '.bin', 'autocannon'),
+    [...args, url],
+    {
+      maxBuffer: 16 * 1024 * 1024,
+    },
+  );
+  const result = JSON.parse(stdout) as {
+    requests: { average: number };
+    latency: { p99: number };
+    errors: number;
+    non2xx: number;
+  };
+  return {
+    requestsPerSecond: result.requests.average,
+    p99Ms: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+  };
+}
+
+/** A plain node:http server answering `body` to every request: the ceiling of this machine. */
+async function plainServer(body: Buffer): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((_request, response) => {
+    response.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': body.length,
+    });
+    response.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function main(): Promise<number> {
+  const posts = intSetting('BENCH_POSTS', 2_000, 20);
+  const seconds = intSetting('BENCH_SECONDS', 8, 1);
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ledgerfeed-bench-'));
+  await chmod(dataDir, 0o755); // the embedded Postgres may run as the OS user `postgres`
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    PORT: String(await freePort()),
+    LOCALNET_PORT: String(await freePort()),
+    REDIS_PREFIX: `bench${randomBytes(4).toString('hex')}`,
+    RATE_LIMIT_MULTIPLIER: '0',
+    LOG_LEVEL: 'warn',
+  });
+  const service = await runService(config, createLogger(config), ['api']);
+  try {
+    const { app } = service;
+    const base = service.apiUrl!;
+    const author = await createAccount(app, { handle: 'bench_author' });
+    const { key } = await createApiKey(app.apiKeys, author.id, ['read']);
+    // Posts as the write path leaves them (movement, confirmed outbox row), written in bulk.
+    await sql`
+      WITH m AS (
+        INSERT INTO ledger_movements (kind) SELECT 'post' FROM generate_series(1, ${posts}::int) RETURNING id),
+      numbered AS (SELECT id, row_number() OVER () AS n FROM m),
+      c AS (
+        INSERT INTO chain_transactions (movement_id, signature, wire, blockhash, last_valid_block_height, status)
+        SELECT id, 'bench' || n, '\\x00'::bytea, 'bench', 0, 'confirmed' FROM numbered)
+      INSERT INTO posts (author_id, type, content, movement_id, created_at)
+      SELECT ${author.id}::uuid, 'post', 'bench post #' || n, id, now() - make_interval(secs => n)
+        FROM numbered`.execute(app.db);
+    const auth = { authorization: `Bearer ${key}` };
+    const graphqlBody = JSON.stringify({
+      query:
+        '{ feed(sort: LATEST, first: 20) { edges { node { id content type likeCount replyCount repostCount createdAt author { handle displayName } } } pageInfo { endCursor hasNextPage } } }',
+    });
+    const targets = [
+      {
+        name: 'REST /feed?sort=latest',
+        url: `${base}/api/v1/feed?sort=latest&limit=20`,
+        options: { headers: auth },
+        ratio: TARGET_REST_RATIO,
+      },
+      {
+        name: 'REST /feed?sort=trending',
+        url: `${base}/api/v1/feed?sort=trending&limit=20`,
+        options: { headers: auth },
+        ratio: TARGET_REST_RATIO,
+      },
+      {
+        name: 'GraphQL feed(LATEST, 20)',
+        url: `${base}/graphql`,
+        options: {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: graphqlBody,
+        },
+        ratio: TARGET_GRAPHQL_RATIO,
+      },
+    ];
+    console.log(
+      `feed bench: ${os.cpus().length} cores, ${posts} posts, ${CONNECTIONS} connections, ${seconds} s per run`,
+    );
+    let ok = true;
+    for (const target of targets) {
+      // The plain server answers the very bytes the route answers.
+      const sample = await fetch(target.url, {
+        method: target.options.method ?? 'GET',
+        headers: target.options.headers,
+        ...(target.options.body ? { body: target.options.body } : {}),
+      });
+      const bytes = Buffer.from(await sample.arrayBuffer());
+      if (sample.status !== 200)
+        throw new Error(`${target.name} answered ${sample.status}: ${bytes.toString()}`);
+      const plain = await plainServer(bytes);
+      const ceiling = await load(plain.url, seconds);
+      await plain.close();
+      const measured = await load(target.url, seconds, target.options);
+      const ratio = measured.requestsPerSecond / ceiling.requestsPerSecond;
+      const pass =
+        ratio >= target.ratio && measured.p99Ms < TARGET_P99_MS && measured.errors + measured.non2xx === 0;
+      ok &&= pass;
+      console.log(
+        `${pass ? 'PASS' : 'FAIL'} ${target.name.padEnd(26)} ${measured.requestsPerSecond.toFixed(0).padStart(6)} req/s` +
+          ` = ${(ratio * 100).toFixed(0)}% of plain ${ceiling.requestsPerSecond.toFixed(0)} (target >= ${target.ratio * 100}%),` +
+          ` p99 ${measured.p99Ms} ms (target < ${TARGET_P99_MS}), ${bytes.length} bytes` +
+          (measured.errors + measured.non2xx > 0
+            ? `, ${measured.errors} errors, ${measured.non2xx} non-2xx`
+            : ''),
+      );
+    }
+    return ok ? 0 : 1;
+  } finally {
+    await service.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

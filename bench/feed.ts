@@ -12,22 +12,17 @@
  * ratios, which come from one run.
  */
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
-import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/devstack/free-port.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { createLogger } from '../src/logger.js';
 import { projectRoot } from '../src/project-root.js';
-import { runService } from '../src/service.js';
 import { intSetting } from './bench-settings.js';
+import { runBench, startBenchService } from './bench-service.js';
 
 const TARGET_REST_RATIO = 0.4;
 const TARGET_GRAPHQL_RATIO = 0.25;
@@ -94,17 +89,7 @@ async function plainServer(body: Buffer): Promise<{ url: string; close: () => Pr
 async function main(): Promise<number> {
   const posts = intSetting('BENCH_POSTS', 2_000, 20);
   const seconds = intSetting('BENCH_SECONDS', 8, 1);
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ledgerfeed-bench-'));
-  await chmod(dataDir, 0o755); // the embedded Postgres may run as the OS user `postgres`
-  const config = loadConfig({
-    DATA_DIR: dataDir,
-    PORT: String(await freePort()),
-    LOCALNET_PORT: String(await freePort()),
-    REDIS_PREFIX: `bench${randomBytes(4).toString('hex')}`,
-    RATE_LIMIT_MULTIPLIER: '0',
-    LOG_LEVEL: 'warn',
-  });
-  const service = await runService(config, createLogger(config), ['api']);
+  const { service, stop } = await startBenchService(['api']);
   try {
     const { app } = service;
     const base = service.apiUrl!;
@@ -183,15 +168,8 @@ async function main(): Promise<number> {
     }
     return ok ? 0 : 1;
   } finally {
-    await service.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await stop();
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+runBench(main);

@@ -23,9 +23,7 @@
  * A missed target or a failed check exits 1.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import {
@@ -41,11 +39,8 @@ import type { App } from '../src/app/app.js';
 import { creatorEarnings } from '../src/app/indexer/analytics-reads.js';
 import { SHIP_BATCH_ROWS, shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
-import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/devstack/free-port.js';
-import { createLogger } from '../src/logger.js';
-import { runService } from '../src/service.js';
 import { intSetting } from './bench-settings.js';
+import { runBench, startBenchService } from './bench-service.js';
 
 const TARGET_RECONCILED_PER_SECOND = 2_000;
 const TARGET_SHIPPED_PER_SECOND = 100_000;
@@ -318,18 +313,8 @@ async function benchEarnings(app: App, settings: Settings) {
 
 async function main(): Promise<number> {
   const settings = readSettings();
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ledgerfeed-bench-indexer-'));
-  await chmod(dataDir, 0o755); // the embedded Postgres may run as the OS user `postgres`
-  const config = loadConfig({
-    DATA_DIR: dataDir,
-    PORT: String(await freePort()),
-    LOCALNET_PORT: String(await freePort()),
-    REDIS_PREFIX: `bench${randomBytes(4).toString('hex')}`,
-    LOG_LEVEL: 'warn',
-  });
-  const logger = createLogger(config);
   const stackStarted = performance.now();
-  const service = await runService(config, logger, []);
+  const { service, stop } = await startBenchService([]);
   try {
     const { app, platform } = service;
     console.log(
@@ -398,17 +383,8 @@ async function main(): Promise<number> {
     );
     return ok ? 0 : 1;
   } finally {
-    await service.stop();
-    await rm(dataDir, { recursive: true, force: true }).catch(() => {});
+    await stop();
   }
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  },
-);
+runBench(main);

@@ -20,23 +20,19 @@
  * equal its on-chain USDC; a problem or a missed target exits 1.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PublicKey } from '@solana/web3.js';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { associatedTokenAccount, fundUsdc } from '../src/adapters/solana/index.js';
-import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/devstack/free-port.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { createLogger } from '../src/logger.js';
-import { runService, type RunningService } from '../src/service.js';
+import type { RunningService } from '../src/service.js';
 import { intSetting } from './bench-settings.js';
+import { runBench, startBenchService } from './bench-service.js';
 
 const TARGET_CONFIRMED_PER_SECOND = 300;
 const TARGET_P99_MS = 250;
@@ -339,19 +335,9 @@ async function verify(service: RunningService, members: readonly Member[], postI
 
 async function main(): Promise<number> {
   const settings = readSettings();
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ledgerfeed-bench-'));
-  await chmod(dataDir, 0o755); // the embedded Postgres may run as the OS user `postgres`
-  const config = loadConfig({
-    DATA_DIR: dataDir,
-    PORT: String(await freePort()),
-    LOCALNET_PORT: String(await freePort()),
-    REDIS_PREFIX: `bench${randomBytes(4).toString('hex')}`,
-    RATE_LIMIT_MULTIPLIER: '0',
-    LOG_LEVEL: 'warn',
-  });
-  const logger = createLogger(config);
   const setupStarted = performance.now();
-  const service = await runService(config, logger, ['api', 'worker']);
+  const { service, stop } = await startBenchService(['api', 'worker']);
+  const { config } = service.app;
   try {
     const base = service.apiUrl!;
     const stackSeconds = (performance.now() - setupStarted) / 1000;
@@ -439,17 +425,8 @@ async function main(): Promise<number> {
     );
     return ok ? 0 : 1;
   } finally {
-    await service.stop();
-    await rm(dataDir, { recursive: true, force: true }).catch(() => {});
+    await stop();
   }
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  },
-);
+runBench(main);

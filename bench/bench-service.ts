@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../src/config/index.js';
+import { freePort } from '../src/devstack/free-port.js';
+import { createLogger } from '../src/logger.js';
+import { runService, type RunningService } from '../src/service.js';
+import type { RoleName } from '../workers/role.js';
+
+/**
+ * The real service for a benchmark, as `npm start` runs it on the embedded stack: a fresh temporary
+ * DATA_DIR, free ports, a Redis prefix of its own, rate limits off. `stop` stops it and deletes the
+ * folder.
+ */
+export async function startBenchService(
+  roles: RoleName[],
+): Promise<{ service: RunningService; stop: () => Promise<void> }> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ledgerfeed-bench-'));
+  await chmod(dataDir, 0o755); // the embedded Postgres may run as the OS user `postgres`
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    PORT: String(await freePort()),
+    LOCALNET_PORT: String(await freePort()),
+    REDIS_PREFIX: `bench${randomBytes(4).toString('hex')}`,
+    RATE_LIMIT_MULTIPLIER: '0',
+    LOG_LEVEL: 'warn',
+  });
+  const service = await runService(config, createLogger(config), roles);
+  return {
+    service,
+    stop: async () => {
+      await service.stop();
+      await rm(dataDir, { recursive: true, force: true }).catch(() => {});
+    },
+  };
+}
+
+/** Runs a benchmark's main and sets the exit code it returns (1 on a throw). */
+export function runBench(main: () => Promise<number>): void {
+  main().then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      console.error(error);
+      process.exitCode = 1;
+    },
+  );
+}

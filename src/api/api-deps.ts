@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { LiveEvents } from '../adapters/redis/live-events.js';
 import type { ClickHouse } from '../adapters/clickhouse/index.js';
 import type { PaymentsQueue } from '../adapters/redis/payments-queue.js';
 import type { RateLimiter } from '../adapters/redis/rate-limiter.js';
@@ -31,6 +32,8 @@ export interface ApiDeps extends WritePathDeps {
   redis: Redis;
   /** REDIS_PREFIX: this deployment's Redis key prefix. */
   redisPrefix: string;
+  /** Redis pub/sub of the GraphQL subscriptions (src/app/live-updates.ts). */
+  liveEvents: LiveEvents;
   /** WRITE_TIMEOUT_MS: how long a paid write waits for the cluster to execute it before answering 202. */
   writeTimeoutMs: number;
 }

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import Fastify, {
   LogController,
@@ -140,6 +141,13 @@ function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
   const yoga = createGraphqlServer(deps);
   // Yoga parses multipart itself; Fastify must hand it the raw stream.
   app.addContentTypeParser('multipart/form-data', {}, (_request, _payload, done) => done(null));
+  // Subscriptions stream (SSE) until the client leaves; close() would wait for them forever. They
+  // are cut as a client disconnect cuts them (Yoga ends the subscription); clients reconnect.
+  const streams = new Set<ServerResponse>();
+  app.addHook('preClose', (done) => {
+    for (const stream of streams) stream.destroy();
+    done();
+  });
   app.route({
     url: yoga.graphqlEndpoint,
     method: ['GET', 'POST', 'OPTIONS'],
@@ -149,6 +157,11 @@ function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
         void reply.header(key, value);
       });
       void reply.status(response.status);
+      if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+        const raw = reply.raw;
+        streams.add(raw);
+        raw.once('close', () => streams.delete(raw));
+      }
       return reply.send(response.body);
     },
   });

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapters/clickhouse/index.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createRedis } from '../adapters/redis/index.js';
+import { createLiveEvents } from '../adapters/redis/live-events.js';
 import { createPaymentsQueue } from '../adapters/redis/payments-queue.js';
 import { createRateLimiter } from '../adapters/redis/rate-limiter.js';
 import type { ApiDeps } from '../api/api-deps.js';
@@ -39,6 +40,13 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   const metrics = createMetrics();
   const core = createLedgerCore(config, logger, db, stack.solana.url);
   const payments = createPaymentsQueue(stack.redis.url, config.REDIS_PREFIX);
+  // Its subscriber connection opens on the first GraphQL subscription: workers never open it.
+  const liveEvents = createLiveEvents({
+    url: stack.redis.url,
+    prefix: config.REDIS_PREFIX,
+    publisher: redis,
+    onBadMessage: (channel, err) => logger.warn({ err, channel }, 'live event is not JSON; dropped'),
+  });
 
   const probes: Array<{ name: string; source: string; probe: Probe }> = [
     { name: 'postgres', source: stack.postgres.source, probe: () => sql`SELECT 1`.execute(db) },
@@ -80,6 +88,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
       return { postgres: postgres.applied, clickhouse: ch.applied };
     },
     payments,
+    liveEvents,
     writeTimeoutMs: config.WRITE_TIMEOUT_MS,
     rateLimiter: createRateLimiter(redis, {
       prefix: config.REDIS_PREFIX,
@@ -88,6 +97,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     close: async () => {
       core.watcher.close();
       await payments.close();
+      await liveEvents.close();
       await Promise.allSettled([db.destroy(), redis.quit(), clickhouse.close()]);
     },
   };

@@ -32,6 +32,9 @@ export const builder = new SchemaBuilder<{
   plugins: [ScopeAuthPlugin, ErrorsPlugin, RelayPlugin, DataloaderPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
+    // Subscriptions check scopes when they start (no stream for a caller without `read`), not only
+    // when each event resolves.
+    authorizeOnSubscribe: true,
     // Worded as REST words it: 401 UNAUTHENTICATED without a key, 403 FORBIDDEN naming the scope.
     unauthorizedError: (_parent, ctx, _info, result) => authFailureError(ctx.viewer, result.failure),
     authScopes: (ctx) => ({

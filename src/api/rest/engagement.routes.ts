@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { postCountsChanged } from '../../app/live-updates.js';
 import { setLike } from '../../app/write-path/like-post.js';
 import { repostPost } from '../../app/write-path/repost-post.js';
 import type { ApiDeps } from '../api-deps.js';
@@ -65,6 +66,7 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
     async (request, reply) => {
       const created = await repostPost(deps, request.viewer!.accountId, request.params.id);
       const { settled, swapTx } = await awaitPayment(deps, created.chainTransactionId);
+      await postCountsChanged(deps, created.repostOf);
       return reply.status(settled === 'pending' ? 202 : 201).send({
         id: created.id,
         repost_of: created.repostOf,
@@ -91,6 +93,7 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
       },
       handler: async (request) => {
         const state = await setLike(deps, request.viewer!.accountId, request.params.id, liked);
+        if (state.changed) await postCountsChanged(deps, state.postId);
         return { liked: state.liked, like_count: state.likeCount };
       },
     });

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { postWritten } from '../../app/live-updates.js';
 import { createPaidPost } from '../../app/write-path/create-post.js';
 import type { ApiDeps } from '../api-deps.js';
 import { awaitPayment } from '../../app/write-path/await-payment.js';
@@ -70,6 +71,7 @@ export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
       const viewer = request.viewer!;
       const created = await createPaidPost(deps, viewer.accountId, request.body);
       const { settled, swapTx } = await awaitPayment(deps, created.chainTransactionId);
+      await postWritten(deps, created);
       return reply.status(settled === 'pending' ? 202 : 201).send({
         id: created.id,
         content: created.content,

@@ -22,6 +22,8 @@ export interface CreatedPost {
   type: PostType;
   content: string;
   authorId: string;
+  /** The post replied to (reply) or quoted (quote); null for a plain post. */
+  referenceId: string | null;
   createdAt: Date;
   costMicro: bigint;
   chainTransactionId: string;
@@ -100,6 +102,7 @@ export async function createPaidPost(
       type: draft.type,
       content: draft.content,
       authorId,
+      referenceId: draft.referenceId ?? null,
       createdAt: post.created_at,
       costMicro: cost,
       chainTransactionId: chainTxId,

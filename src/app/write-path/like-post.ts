@@ -8,6 +8,13 @@ import {
   type LikeState,
 } from '../../domain/posts/engagement-rules.js';
 
+export interface LikeChange extends LikeState {
+  /** The post liked or unliked (parsed from the request). */
+  postId: string;
+  /** False when the like already was in the asked state (nothing written, no live update). */
+  changed: boolean;
+}
+
 /**
  * Likes and unlikes a post: free (no ledger movement, nothing on chain) and idempotent. The like
  * row and its 'post.liked' / 'post.unliked' event commit together, and the event is written only
@@ -19,7 +26,7 @@ export async function setLike(
   accountId: string,
   rawPostId: unknown,
   liked: boolean,
-): Promise<LikeState> {
+): Promise<LikeChange> {
   const postId = parsePostId(rawPostId);
   return deps.db.transaction().execute(async (trx) => {
     const post = await trx.selectFrom('posts').select('id').where('id', '=', postId).executeTakeFirst();
@@ -43,7 +50,7 @@ export async function setLike(
         .values({ type: likeEventType(liked), actor_id: accountId, post_id: postId })
         .execute();
     }
-    return { liked, likeCount: await likeCount(trx, postId) };
+    return { liked, likeCount: await likeCount(trx, postId), postId, changed: changed !== undefined };
   });
 }
 

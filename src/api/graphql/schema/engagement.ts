@@ -1,9 +1,11 @@
+import { postCountsChanged, postWritten } from '../../../app/live-updates.js';
 import { createPaidPost, type CreatedPost } from '../../../app/write-path/create-post.js';
 import { setLike } from '../../../app/write-path/like-post.js';
 import { repostPost, type CreatedRepost } from '../../../app/write-path/repost-post.js';
 import { sendUsdc, type CreatedSend } from '../../../app/write-path/send-usdc.js';
 import type { LikeState } from '../../../domain/posts/engagement-rules.js';
 import { awaitPayment, type AwaitedPayment } from '../../../app/write-path/await-payment.js';
+import type { ApiDeps } from '../../api-deps.js';
 import { builder } from '../builder.js';
 import { spendFor } from '../rate-limits.js';
 
@@ -120,6 +122,7 @@ builder.mutationFields((t) => ({
         ...(input.quotedPostId ? { quoted_post_id: String(input.quotedPostId) } : {}),
       });
       const { settled, swapTx } = await awaitPayment(ctx.deps, created.chainTransactionId);
+      await postWritten(ctx.deps, created);
       return { ...created, status: settled, landedSwapTx: swapTx };
     },
   }),
@@ -132,6 +135,7 @@ builder.mutationFields((t) => ({
       await spendFor(ctx, 'repost');
       const created = await repostPost(ctx.deps, ctx.viewer!.accountId, String(postId));
       const { settled, swapTx } = await awaitPayment(ctx.deps, created.chainTransactionId);
+      await postCountsChanged(ctx.deps, created.repostOf);
       return { ...created, status: settled, landedSwapTx: swapTx };
     },
   }),
@@ -158,7 +162,7 @@ builder.mutationFields((t) => ({
     args: { postId: t.arg.id({ required: true }) },
     resolve: async (_root, { postId }, ctx) => {
       await spendFor(ctx, 'like');
-      return setLike(ctx.deps, ctx.viewer!.accountId, String(postId), true);
+      return likeAndPublish(ctx.deps, ctx.viewer!.accountId, String(postId), true);
     },
   }),
   unlike: t.field({
@@ -168,7 +172,14 @@ builder.mutationFields((t) => ({
     args: { postId: t.arg.id({ required: true }) },
     resolve: async (_root, { postId }, ctx) => {
       await spendFor(ctx, 'like');
-      return setLike(ctx.deps, ctx.viewer!.accountId, String(postId), false);
+      return likeAndPublish(ctx.deps, ctx.viewer!.accountId, String(postId), false);
     },
   }),
 }));
+
+/** setLike, then the live update when the like actually changed (after the commit). */
+async function likeAndPublish(deps: ApiDeps, accountId: string, postId: string, liked: boolean) {
+  const state = await setLike(deps, accountId, postId, liked);
+  if (state.changed) await postCountsChanged(deps, state.postId);
+  return state;
+}

@@ -6,3 +6,4 @@ import './engagement.js';
 import './finance.js';
 import './post.js';
 import './feed.js';
+import './live.js';

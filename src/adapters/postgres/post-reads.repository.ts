@@ -23,20 +23,7 @@ export function createPostReadStore(db: Db): PostReadStore {
       .selectFrom('posts as p')
       .innerJoin('accounts as a', 'a.id', 'p.author_id')
       .where(paid(sql.ref('p.movement_id')))
-      .select([
-        'p.id',
-        'p.type',
-        'p.content',
-        'p.parent_id',
-        'p.quoted_post_id',
-        'p.created_at',
-        exactText(sql.ref('p.created_at')).as('created_at_exact'),
-        'a.id as author_id',
-        'a.handle',
-        'a.display_name',
-        'a.avatar_url',
-        'a.wallet_address',
-      ]);
+      .select(postColumns());
 
   return {
     summaries: async (ids) => {
@@ -119,18 +106,7 @@ export function createPostReadStore(db: Db): PostReadStore {
           'e.at',
           'e.is_repost',
           exactText(sql.ref('e.at')).as('at_exact'),
-          'p.id',
-          'p.type',
-          'p.content',
-          'p.parent_id',
-          'p.quoted_post_id',
-          'p.created_at',
-          exactText(sql.ref('p.created_at')).as('created_at_exact'),
-          'a.id as author_id',
-          'a.handle',
-          'a.display_name',
-          'a.avatar_url',
-          'a.wallet_address',
+          ...postColumns(),
         ])
         .orderBy('e.at', 'desc')
         .orderBy('e.entry_id', 'desc')
@@ -176,6 +152,24 @@ export function createPostReadStore(db: Db): PostReadStore {
 }
 
 /** True unless the movement's chain transaction failed (refunded): such rows are never shown. */
+/** The columns every post read selects: the post (`p`) and its author (`a`). */
+function postColumns() {
+  return [
+    'p.id',
+    'p.type',
+    'p.content',
+    'p.parent_id',
+    'p.quoted_post_id',
+    'p.created_at',
+    exactText(sql.ref('p.created_at')).as('created_at_exact'),
+    'a.id as author_id',
+    'a.handle',
+    'a.display_name',
+    'a.avatar_url',
+    'a.wallet_address',
+  ] as const;
+}
+
 function paid(movementId: RawBuilder<unknown>): RawBuilder<boolean> {
   return sql<boolean>`NOT EXISTS (
     SELECT 1 FROM chain_transactions failed

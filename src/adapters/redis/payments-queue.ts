@@ -27,7 +27,6 @@ export interface PaymentWait {
 
 export interface PaymentsQueue {
   queue: Queue<PaymentJob>;
-  events: QueueEvents;
   /**
    * Enqueues the settlement of one outbox row. The job id is derived from the row, so enqueueing
    * twice (an API retry, the worker's start-up sweep) runs it once.
@@ -63,7 +62,6 @@ export function createPaymentsQueue(redisUrl: string, prefix: string): PaymentsQ
 
   return {
     queue,
-    events,
     enqueue: (chainTransactionId) =>
       queue.add(
         'settle',

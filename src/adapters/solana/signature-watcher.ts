@@ -54,8 +54,6 @@ export interface SignatureWatcher {
    * lasted past the grace period. Never rejects.
    */
   watch(item: SignedForSend, commitment: Commitment): Promise<ConfirmOutcome>;
-  /** How many transactions are being watched now. */
-  readonly size: number;
   /** Settles every watch still open with an `rpc_unavailable` failure and stops polling. */
   close(): void;
 }
@@ -201,9 +199,6 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
         watches.add({ item, commitment, settle, lastSentAt: Date.now() });
         if (!polling) void poll();
       }),
-    get size() {
-      return watches.size;
-    },
     close: () => {
       closed = true;
       const error = new ChainError('rpc_unavailable', 'the signature watcher was closed while waiting');

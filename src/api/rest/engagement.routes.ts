@@ -4,7 +4,7 @@ import { setLike } from '../../app/write-path/like-post.js';
 import { repostPost } from '../../app/write-path/repost-post.js';
 import type { ApiDeps } from '../api-deps.js';
 import { awaitPayment } from '../../app/write-path/await-payment.js';
-import { authErrors, errorBody, insufficientBalanceBody, postIdParams } from './schemas.js';
+import { authErrors, errorBody, insufficientBalanceBody, postIdParams, pendingStatus } from './schemas.js';
 
 /** The spec's Repost object; `status` only on 202. */
 const createdRepost = {
@@ -15,11 +15,7 @@ const createdRepost = {
     repost_of: { type: 'string', description: 'ID of the original post' },
     cost_usd_micro: { type: 'integer', description: 'Micro-USD; 1000000 equals $1.00' },
     swap_tx: { type: 'string', description: 'Signature of the USDC payment' },
-    status: {
-      type: 'string',
-      enum: ['pending'],
-      description: 'Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS',
-    },
+    status: pendingStatus,
   },
 } as const;
 

@@ -3,7 +3,7 @@ import { postWritten } from '../../app/live-updates.js';
 import { createPaidPost } from '../../app/write-path/create-post.js';
 import type { ApiDeps } from '../api-deps.js';
 import { awaitPayment } from '../../app/write-path/await-payment.js';
-import { authErrors, errorBody, insufficientBalanceBody } from './schemas.js';
+import { authErrors, errorBody, insufficientBalanceBody, pendingStatus } from './schemas.js';
 
 const postBody = {
   type: 'object',
@@ -32,11 +32,7 @@ const createdPost = {
     cost_usd_micro: { type: 'integer' },
     swap_tx: { type: 'string', description: 'Signature of the USDC payment' },
     created_at: { type: 'string', format: 'date-time' },
-    status: {
-      type: 'string',
-      enum: ['pending'],
-      description: 'Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS',
-    },
+    status: pendingStatus,
   },
 } as const;
 

@@ -89,4 +89,11 @@ export const postIdParams = {
 } as const;
 
 /** Standard error answers every authenticated route documents. */
+/** The `status` a paid write adds on 202: its payment was not executed within WRITE_TIMEOUT_MS. */
+export const pendingStatus = {
+  type: 'string',
+  enum: ['pending'],
+  description: 'Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS',
+} as const;
+
 export const authErrors = { 401: errorBody, 403: errorBody, 429: errorBody } as const;

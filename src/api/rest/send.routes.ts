@@ -3,7 +3,7 @@ import { sendUsdc } from '../../app/write-path/send-usdc.js';
 import { formatMicroUsd } from '../../domain/money/usd.js';
 import type { ApiDeps } from '../api-deps.js';
 import { awaitPayment } from '../../app/write-path/await-payment.js';
-import { authErrors, errorBody, insufficientBalanceBody } from './schemas.js';
+import { authErrors, errorBody, insufficientBalanceBody, pendingStatus } from './schemas.js';
 
 /** Types only: the rules (minimum, decimals, memo length) are the domain's, with messages naming them. */
 const sendBody = {
@@ -35,11 +35,7 @@ const createdSend = {
     amount_usd: { type: 'number' },
     swap_tx: { type: 'string', description: 'Signature of the USDC transfer' },
     created_at: { type: 'string', format: 'date-time' },
-    status: {
-      type: 'string',
-      enum: ['pending'],
-      description: 'Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS',
-    },
+    status: pendingStatus,
   },
 } as const;
 

@@ -44,18 +44,32 @@ export async function hydratePosts(deps: { db: Db }, ids: readonly string[]): Pr
 }
 
 /** GET /feed?sort=latest: every visible post newest first, keyset-paged on (created_at, id). */
-export async function latestFeedPage(
+export function latestFeedPage(
   deps: PostReadDeps,
   input: { cursor?: string | undefined; limit?: unknown },
 ): Promise<Page<PostView>> {
+  return postKeysetPage(deps, LATEST_FEED_SCOPE, input, (store, page) => store.latest(page));
+}
+
+/**
+ * A keyset page of posts in (created_at, id) order, the cursor bound to `scope`: decode the cursor,
+ * read one row more than the page (it tells whether another page exists without a count), add
+ * the engagement, and sign where the next page starts. Two statements whatever the page size.
+ */
+export async function postKeysetPage(
+  deps: PostReadDeps,
+  scope: string,
+  input: { cursor?: string | undefined; limit?: unknown },
+  read: (
+    store: PostReadStore,
+    page: { limit: number; after?: { at: string; id: string } },
+  ) => Promise<PostSummary[]>,
+): Promise<Page<PostView>> {
   const limit = parsePageLimit(input.limit);
   const after =
-    input.cursor !== undefined
-      ? decodePosition(deps.cursorSecret, LATEST_FEED_SCOPE, input.cursor)
-      : undefined;
+    input.cursor !== undefined ? decodePosition(deps.cursorSecret, scope, input.cursor) : undefined;
   const store = createPostReadStore(deps.db);
-  // One extra row tells whether another page exists without a count.
-  const rows = await store.latest({ limit: limit + 1, ...(after ? { after } : {}) });
+  const rows = await read(store, { limit: limit + 1, ...(after ? { after } : {}) });
   const hasMore = rows.length > limit;
   const page = rows.slice(0, limit);
   const last = page.at(-1);
@@ -63,12 +77,7 @@ export async function latestFeedPage(
     items: await withEngagement(store, page),
     hasMore,
     ...(hasMore && last
-      ? {
-          nextCursor: encodePosition(deps.cursorSecret, LATEST_FEED_SCOPE, {
-            at: last.createdAtExact,
-            id: last.id,
-          }),
-        }
+      ? { nextCursor: encodePosition(deps.cursorSecret, scope, { at: last.createdAtExact, id: last.id }) }
       : {}),
   };
 }

@@ -4,6 +4,7 @@ import type { LiveEvents } from '../adapters/redis/live-events.js';
 import type { ClickHouse } from '../adapters/clickhouse/index.js';
 import type { PaymentsQueue } from '../adapters/redis/payments-queue.js';
 import type { RateLimiter } from '../adapters/redis/rate-limiter.js';
+import type { ChangeSignals } from '../app/change-signals.js';
 import type { WritePathDeps } from '../app/write-path/create-post.js';
 import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
 import type { ApiKeyStore } from '../domain/auth/api-keys.service.js';
@@ -34,6 +35,10 @@ export interface ApiDeps extends WritePathDeps {
   redisPrefix: string;
   /** Redis pub/sub of the GraphQL subscriptions (src/app/live-updates.ts). */
   liveEvents: LiveEvents;
+  /** Tells the read caches of every process that what they hold may be out of date. */
+  changes: ChangeSignals;
+  /** READ_CACHE_TTL_MS: how long a cached read may live without a change signal (0: no caching). */
+  readCacheTtlMs: number;
   /** WRITE_TIMEOUT_MS: how long a paid write waits for the cluster to execute it before answering 202. */
   writeTimeoutMs: number;
 }

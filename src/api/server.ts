@@ -9,10 +9,14 @@ import Fastify, {
 import { AppError } from '../domain/errors.js';
 import type { ApiDeps } from './api-deps.js';
 import { httpStatusOf, type ErrorBody } from './error-map.js';
+import { createGraphqlResponseCache } from './graphql/response-cache.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
 import { registerRestRoutes } from './rest/routes.js';
 import { usdNumber } from './rest/views.js';
+
+const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+const GRAPHQL_PATH = '/graphql';
 
 /** Request bodies are small JSON documents; anything larger is a mistake or an attack. */
 const BODY_LIMIT_BYTES = 64 * 1024;
@@ -64,6 +68,17 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
       schema: { ...schema, hide: !url.startsWith('/api/v1') || url.endsWith('/openapi.json') },
       url,
     }),
+  });
+
+  // A request that may have written (any REST method but GET/HEAD/OPTIONS; GraphQL mutations tell
+  // their own, see graphql/response-cache.ts) empties the read caches before its answer leaves, so
+  // its client reads what it wrote. Revoking a key or changing a handle is an identity change too.
+  app.addHook('onSend', (request, _reply, payload, done) => {
+    if (!READ_ONLY_METHODS.has(request.method) && request.routeOptions.url !== GRAPHQL_PATH) {
+      deps.changes.changed('content');
+      deps.changes.changed('identity');
+    }
+    done(null, payload);
   });
 
   app.addHook('onResponse', async (request, reply) => {
@@ -138,7 +153,8 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
 /** Yoga inside Fastify, as Yoga's Fastify guide does it; this keeps the graphql-http audits passing. */
 function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
-  const yoga = createGraphqlServer(deps);
+  const answers = createGraphqlResponseCache(deps);
+  const yoga = createGraphqlServer(deps, [answers.plugin]);
   // Yoga parses multipart itself; Fastify must hand it the raw stream.
   app.addContentTypeParser('multipart/form-data', {}, (_request, _payload, done) => done(null));
   // Subscriptions stream (SSE) until the client leaves; close() would wait for them forever. They
@@ -152,6 +168,9 @@ function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
     url: yoga.graphqlEndpoint,
     method: ['GET', 'POST', 'OPTIONS'],
     handler: async (req, reply) => {
+      const key = answers.keyOf(req);
+      if (key !== undefined && (await answers.answer(key, req, reply))) return reply;
+      const version = answers.version();
       const response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
       response.headers.forEach((value, key) => {
         void reply.header(key, value);
@@ -162,7 +181,8 @@ function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
         streams.add(raw);
         raw.once('close', () => streams.delete(raw));
       }
-      return reply.send(response.body);
+      const kept = key === undefined ? undefined : await answers.remember(key, version, req, response);
+      return reply.send(kept ?? response.body);
     },
   });
 }

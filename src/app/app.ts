@@ -12,6 +12,8 @@ import { createMetrics, type Metrics } from '../api/metrics.js';
 import type { Config } from '../config/index.js';
 import type { Devstack } from '../devstack/index.js';
 import { checkHealth, type HealthReport, type Probe } from '../domain/health/health.service.js';
+import { cachedApiKeyStore } from './cached-api-keys.js';
+import { createChangeSignals } from './change-signals.js';
 import { createLedgerCore, type LedgerCore } from './ledger-core.js';
 
 /** Every long-lived client a process holds, built once from the resolved stack. */
@@ -47,6 +49,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     publisher: redis,
     onBadMessage: (channel, err) => logger.warn({ err, channel }, 'live event is not JSON; dropped'),
   });
+  const changes = createChangeSignals(liveEvents, logger);
 
   const probes: Array<{ name: string; source: string; probe: Probe }> = [
     { name: 'postgres', source: stack.postgres.source, probe: () => sql`SELECT 1`.execute(db) },
@@ -77,6 +80,9 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     clickhouse,
     metrics,
     ...core,
+    apiKeys: cachedApiKeyStore(core.apiKeys, changes),
+    changes,
+    readCacheTtlMs: config.READ_CACHE_TTL_MS,
     checkHealth: async () => {
       const report = await checkHealth({ probes, timeoutMs: HEALTH_TIMEOUT_MS });
       metrics.recordHealth(report);
@@ -97,6 +103,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     close: async () => {
       core.watcher.close();
       await payments.close();
+      await changes.close();
       await liveEvents.close();
       await Promise.allSettled([db.destroy(), redis.quit(), clickhouse.close()]);
     },

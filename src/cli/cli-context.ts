@@ -1,14 +1,18 @@
 import type { Logger } from 'pino';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
+import type { ChangeSignals } from '../app/change-signals.js';
 import { createLedgerCore, type LedgerCore } from '../app/ledger-core.js';
 import { readConfig, type Config } from '../config/index.js';
 import { startDevstack } from '../devstack/index.js';
 import { createLogger } from '../logger.js';
+import { cliChangeSignals } from './cli-changes.js';
 
 export interface CliContext extends LedgerCore {
   config: Config;
   logger: Logger;
   db: Db;
+  /** Tells running API processes' read caches what this command changed. */
+  changes: Pick<ChangeSignals, 'changed'>;
 }
 
 /**
@@ -21,10 +25,18 @@ export async function withCliContext<T>(run: (context: CliContext) => Promise<T>
   const logger = createLogger(config);
   const stack = await startDevstack(config, { persistent: true, clickhouse: false });
   const db = createDb(stack.postgres.url, { max: 2 });
+  const changes = cliChangeSignals(stack.redis.url, config.REDIS_PREFIX);
   try {
     await migratePostgres(db);
-    return await run({ config, logger, db, ...createLedgerCore(config, logger, db, stack.solana.url) });
+    return await run({
+      config,
+      logger,
+      db,
+      changes,
+      ...createLedgerCore(config, logger, db, stack.solana.url),
+    });
   } finally {
+    await changes.close();
     await db.destroy();
     await stack.stop();
   }

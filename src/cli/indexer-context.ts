@@ -2,11 +2,13 @@ import type { Logger } from 'pino';
 import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapters/clickhouse/index.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createMetrics, type Metrics } from '../api/metrics.js';
+import type { ChangeSignals } from '../app/change-signals.js';
 import { createLedgerCore, type LedgerCore } from '../app/ledger-core.js';
 import { readConfig, type Config } from '../config/index.js';
 import { ClickHouseFolderBusyError } from '../devstack/clickhouse.devstack.js';
 import { startDevstack } from '../devstack/index.js';
 import { createLogger } from '../logger.js';
+import { cliChangeSignals } from './cli-changes.js';
 
 /** What `reconcile`, `reindex` and `report` need: the CLI context plus ClickHouse and metrics. */
 export interface IndexerCliContext extends LedgerCore {
@@ -16,6 +18,8 @@ export interface IndexerCliContext extends LedgerCore {
   clickhouse: ClickHouse;
   /** The reconciler counts into these; a CLI run has no /metrics to show them, so they are dropped. */
   metrics: Metrics;
+  /** Tells running API processes' read caches what this command changed. */
+  changes: Pick<ChangeSignals, 'changed'>;
 }
 
 /** Why an indexer command cannot run beside `npm start` on the embedded ClickHouse, and what to do. */
@@ -44,6 +48,7 @@ export async function withIndexerContext<T>(run: (context: IndexerCliContext) =>
   });
   const db = createDb(stack.postgres.url, { max: 4 });
   const clickhouse = createClickHouse(stack.clickhouse!, config.CLICKHOUSE_DATABASE);
+  const changes = cliChangeSignals(stack.redis.url, config.REDIS_PREFIX);
   try {
     await migratePostgres(db);
     await migrateClickHouse(clickhouse).catch((error: unknown) => {
@@ -63,9 +68,11 @@ export async function withIndexerContext<T>(run: (context: IndexerCliContext) =>
       db,
       clickhouse,
       metrics: createMetrics(),
+      changes,
       ...createLedgerCore(config, logger, db, stack.solana.url),
     });
   } finally {
+    await changes.close();
     await db.destroy();
     await clickhouse.close();
     await stack.stop();

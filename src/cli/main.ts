@@ -146,6 +146,7 @@ async function keysRevoke(args: string[]): Promise<number> {
   if (!id || args.length !== 1) throw new UsageError('keys revoke takes one key id');
   return withCliContext(async (ctx) => {
     await revokeApiKey(ctx.apiKeys, id, null);
+    ctx.changes.changed('identity'); // running API processes drop the key from their caches
     console.log(`Revoked API key ${id}`);
     return 0;
   });
@@ -203,7 +204,8 @@ main(process.argv.slice(2)).then(
     // Expected refusals read as one line; anything else shows its stack for a bug report.
     const expected =
       error instanceof AppError ||
-      (error instanceof Error && /Refused|Config|WalletKey|ClickHouseFolderBusy/.test(error.name));
+      (error instanceof Error &&
+        /Refused|Config|WalletKey|ClickHouseFolderBusy|EpochNotReady/.test(error.name));
     console.error(expected ? error.message : error);
     process.exit(1);
   },

@@ -88,6 +88,16 @@ export const envSchema = z.object({
     .int({ message: 'expected whole milliseconds' })
     .min(0, { message: 'expected milliseconds >= 0' })
     .default(10_000),
+  /**
+   * How long a cached read (a feed page, a GraphQL feed query) may be served without a change
+   * signal; every write empties the caches at once, so this only bounds a lost signal. 0 turns the
+   * read caches off.
+   */
+  READ_CACHE_TTL_MS: z.coerce
+    .number({ message: 'expected milliseconds' })
+    .int({ message: 'expected whole milliseconds' })
+    .min(0, { message: 'expected milliseconds >= 0' })
+    .default(1_000),
   /** Scales every API rate limit (2 doubles them); 0 turns limiting off, for load tests. */
   RATE_LIMIT_MULTIPLIER: z.coerce
     .number({ message: 'expected a number >= 0' })

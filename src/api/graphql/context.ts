@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, type Viewer } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
+import type { RateLimitBucket } from '../../domain/rate-limits/rate-limit-policy.js';
 import type { ApiDeps } from '../api-deps.js';
 import { toGraphqlError } from './errors.js';
 
@@ -13,6 +14,10 @@ export interface GraphQLContext {
   viewer: Viewer | null;
   req: FastifyRequest;
   reply: FastifyReply;
+  /** Rate-limit buckets this request spent, so a cached answer can spend them again (response-cache.ts). */
+  spent: RateLimitBucket[];
+  /** Set by the response cache's plugin when this request's answer may be kept. */
+  cacheable: boolean;
 }
 
 /**
@@ -27,9 +32,10 @@ export async function createContext(
   reply: FastifyReply,
 ): Promise<GraphQLContext> {
   const header = req.headers.authorization;
-  if (!header) return { deps, viewer: null, req, reply };
+  if (!header) return { deps, viewer: null, req, reply, spent: [], cacheable: false };
   try {
-    return { deps, viewer: await authenticate(deps.apiKeys, header), req, reply };
+    const viewer = await authenticate(deps.apiKeys, header);
+    return { deps, viewer, req, reply, spent: [], cacheable: false };
   } catch (error) {
     if (error instanceof AppError) throw toGraphqlError(error, undefined, { http: { status: 401 } });
     throw error;

@@ -12,6 +12,7 @@ import { appErrorOf } from './errors.js';
  */
 export async function spendFor(ctx: GraphQLContext, bucket: RateLimitBucket): Promise<void> {
   const subject = ctx.viewer?.accountId ?? `ip:${ctx.req.ip}`;
+  ctx.spent.push(bucket);
   try {
     await spend(ctx.deps, ctx.reply, bucket, subject);
   } catch (error) {

@@ -12,7 +12,10 @@ const queryLimitsPlugin: Plugin = {
   onValidate: ({ addValidationRule }) => addValidationRule(queryLimitsRule()),
 };
 
-export function createGraphqlServer(deps: ApiDeps): YogaServerInstance<ServerContext, GraphQLContext> {
+export function createGraphqlServer(
+  deps: ApiDeps,
+  plugins: Plugin[] = [],
+): YogaServerInstance<ServerContext, GraphQLContext> {
   const log = deps.logger.child({ component: 'graphql' });
   return createYoga<ServerContext, GraphQLContext>({
     schema: graphqlSchema(),
@@ -33,6 +36,6 @@ export function createGraphqlServer(deps: ApiDeps): YogaServerInstance<ServerCon
     },
     context: ({ req, reply }) => createContext(deps, req, reply),
     // Depth and cost limits run with the other validation rules: a query over them never executes.
-    plugins: [queryLimitsPlugin],
+    plugins: [queryLimitsPlugin, ...plugins],
   });
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { feedPage } from '../../app/feed/feed-page.js';
 import { getPost } from '../../app/feed/post-reads.js';
 import { userTimeline } from '../../app/feed/user-timeline.js';
+import { createReadCache, type ReadCache } from '../../app/read-cache.js';
 import type { ApiDeps } from '../api-deps.js';
 import { baseUrlOf } from './base-url.js';
 import { feedItem, pageQuery, postPage, singlePost, timelineItem } from './post-schemas.js';
@@ -10,6 +11,9 @@ import { authErrors, errorBody, handleParams, postIdParams } from './schemas.js'
 
 type PageQuery = { limit?: string; cursor?: string };
 
+/** Distinct feed pages (sort, cursor, limit) kept at once; the oldest goes first. */
+const FEED_CACHE_MAX_PAGES = 1_000;
+
 /**
  * The read path (issue #7): the global feed, one post with its thread context, and a profile's
  * timeline. All need `read` and spend the `read` bucket. Posts whose payment failed on chain are
@@ -17,6 +21,16 @@ type PageQuery = { limit?: string; cursor?: string };
  * deps that refuse use.
  */
 export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
+  // The feed is the same for every reader (it holds nothing of the viewer's), and its first pages
+  // are what every client polls: pages are kept as their JSON text until the next change.
+  let pages: ReadCache<string> | undefined;
+  const feedPages = () =>
+    (pages ??= createReadCache(deps.changes, {
+      topics: ['content'],
+      ttlMs: deps.readCacheTtlMs,
+      maxEntries: FEED_CACHE_MAX_PAGES,
+    }));
+
   api.get<{ Querystring: PageQuery & { sort?: string } }>(
     '/feed',
     {
@@ -36,14 +50,18 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
         response: { 200: postPage(feedItem), 400: errorBody, 410: errorBody, 503: errorBody, ...authErrors },
       },
     },
-    async (request) => {
-      const page = await feedPage(deps, request.query);
+    async (request, reply) => {
+      const { sort, cursor, limit } = request.query;
       const baseUrl = baseUrlOf(request);
-      return {
-        posts: page.items.map((post) => feedItemView(post, baseUrl)),
-        has_more: page.hasMore,
-        ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
-      };
+      const body = await feedPages().get(JSON.stringify([baseUrl, sort, cursor, limit]), async () => {
+        const page = await feedPage(deps, request.query);
+        return JSON.stringify({
+          posts: page.items.map((post) => feedItemView(post, baseUrl)),
+          has_more: page.hasMore,
+          ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
+        });
+      });
+      return reply.type('application/json; charset=utf-8').send(body);
     },
   );
 

@@ -4,6 +4,7 @@ import type { Db } from '../../adapters/postgres/db.js';
 import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
 import type { Keystore, PlatformChain, RpcClient, SignatureWatcher } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
+import type { ChangeSignals } from '../change-signals.js';
 import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
 import { validatePostDraft, type PostType } from '../../domain/posts/post-rules.js';
 import { signUsdcPayment, walletSigner, insertOutboxPayment } from './payment-transaction.js';
@@ -15,6 +16,8 @@ export interface WritePathDeps {
   /** The process's one status poller for every transaction in flight. */
   watcher: SignatureWatcher;
   bootstrapChain(): Promise<PlatformChain>;
+  /** The read caches of every process, told when a committed change alters what reads show. */
+  changes: Pick<ChangeSignals, 'changed'>;
 }
 
 export interface CreatedPost {

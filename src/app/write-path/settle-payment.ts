@@ -154,4 +154,5 @@ async function reverse(
       pending: 'unhold',
     });
   });
+  deps.changes.changed('content'); // the post is hidden now: cached feed pages must go
 }

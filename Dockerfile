@@ -16,6 +16,8 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
 COPY --from=build /app/schema schema
+# The web dashboards are static files the API serves under /dashboard.
+COPY dashboards/web dashboards/web
 USER node
 EXPOSE 3000
 ENTRYPOINT ["node", "dist/src/main.js"]

@@ -22,6 +22,7 @@ export function startupSummary(service: RunningService): string {
     rows.push(['GraphQL', `${service.apiUrl}/graphql`]);
     rows.push(['Health', `${service.apiUrl}/healthz`]);
     rows.push(['Metrics', `${service.apiUrl}/metrics`]);
+    rows.push(['Dashboards', `${service.apiUrl}/dashboard/ (queues: /admin/queues, admin role)`]);
   }
   rows.push(['Postgres', `${stack.postgres.source.padEnd(9)}${redactUrl(stack.postgres.url)}`]);
   rows.push(['Redis', `${stack.redis.source.padEnd(9)}${redactUrl(stack.redis.url)}`]);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createApiKeyStore } from '../src/adapters/postgres/api-keys.repository.js';
 import { createLiveEvents, type LiveEvents } from '../src/adapters/redis/live-events.js';
 import { buildServer } from '../src/api/server.js';
-import { cachedApiKeyStore } from '../src/app/cached-api-keys.js';
+import { cachedApiKeyStore } from '../src/app/identity-stores.js';
 import { createChangeSignals, type ChangeSignals } from '../src/app/change-signals.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
 import { createApiKey, revokeApiKey } from '../src/domain/auth/api-keys.service.js';
@@ -116,6 +116,16 @@ describe('in one process', () => {
     });
     expect(graphql.status).toBe(401);
   });
+});
+
+test('a renamed account’s next request carries its new handle, not the cached key’s', async () => {
+  const dora = await h.member('cache_dora', 2_000_000n);
+  const first = await h.call(dora, 'POST', '/posts', { type: 'post', content: 'before the rename' });
+  expect(((await first.json()) as Json).author.handle).toBe('cache_dora');
+  const renamed = await h.call(dora, 'PATCH', '/me/profile', { handle: 'cache_dora_2' });
+  expect(renamed.status).toBe(200);
+  const second = await h.call(dora, 'POST', '/posts', { type: 'post', content: 'after the rename' });
+  expect(((await second.json()) as Json).author.handle).toBe('cache_dora_2');
 });
 
 describe('across processes', () => {

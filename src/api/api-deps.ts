@@ -41,4 +41,6 @@ export interface ApiDeps extends WritePathDeps {
   readCacheTtlMs: number;
   /** WRITE_TIMEOUT_MS: how long a paid write waits for the cluster to execute it before answering 202. */
   writeTimeoutMs: number;
+  /** PUBLIC_RPC_URL: the cluster's JSON-RPC as a browser reaches it (block-explorer links). */
+  publicRpcUrl: string;
 }

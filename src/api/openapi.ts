@@ -17,7 +17,7 @@ export async function openApiDocument(): Promise<unknown> {
       },
     },
   ) as ApiDeps;
-  const app = await buildServer(unavailable);
+  const app = await buildServer(unavailable, { queueBoard: false });
   await app.ready();
   const document = app.swagger();
   await app.close();

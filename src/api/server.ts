@@ -9,6 +9,7 @@ import Fastify, {
 import { AppError } from '../domain/errors.js';
 import type { ApiDeps } from './api-deps.js';
 import { httpStatusOf, type ErrorBody } from './error-map.js';
+import { registerDashboards } from './dashboards/dashboard.routes.js';
 import { createGraphqlResponseCache } from './graphql/response-cache.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
@@ -21,7 +22,15 @@ const GRAPHQL_PATH = '/graphql';
 /** Request bodies are small JSON documents; anything larger is a mistake or an attack. */
 const BODY_LIMIT_BYTES = 64 * 1024;
 
-export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
+export interface ServerOptions {
+  /**
+   * Mount bull-board at /admin/queues (default true). It holds the live BullMQ queues, so the
+   * OpenAPI printer, which builds the routes without backing services, leaves it out.
+   */
+  queueBoard?: boolean;
+}
+
+export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
   // Typed as the base logger so the instance is the plain FastifyInstance routes expect.
   const loggerInstance: FastifyBaseLogger = deps.logger;
   const app: FastifyInstance = Fastify({
@@ -72,11 +81,11 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
 
   // A request that may have written (any REST method but GET/HEAD/OPTIONS; GraphQL mutations tell
   // their own, see graphql/response-cache.ts) empties the read caches before its answer leaves, so
-  // its client reads what it wrote. Revoking a key or changing a handle is an identity change too.
+  // its client reads what it wrote. Identity changes (a revoked key, a new handle) are told by the
+  // stores themselves (app/identity-stores.ts): a post must not cost the next request a key lookup.
   app.addHook('onSend', (request, _reply, payload, done) => {
     if (!READ_ONLY_METHODS.has(request.method) && request.routeOptions.url !== GRAPHQL_PATH) {
       deps.changes.changed('content');
-      deps.changes.changed('identity');
     }
     done(null, payload);
   });
@@ -148,6 +157,7 @@ export async function buildServer(deps: ApiDeps): Promise<FastifyInstance> {
   );
 
   mountGraphql(app, deps);
+  await registerDashboards(app, deps, { queueBoard: options.queueBoard ?? true });
   return app;
 }
 

@@ -12,7 +12,7 @@ import { createMetrics, type Metrics } from '../api/metrics.js';
 import type { Config } from '../config/index.js';
 import type { Devstack } from '../devstack/index.js';
 import { checkHealth, type HealthReport, type Probe } from '../domain/health/health.service.js';
-import { cachedApiKeyStore } from './cached-api-keys.js';
+import { cachedApiKeyStore, signallingAccountStore } from './identity-stores.js';
 import { createChangeSignals } from './change-signals.js';
 import { createLedgerCore, type LedgerCore } from './ledger-core.js';
 
@@ -81,6 +81,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     metrics,
     ...core,
     apiKeys: cachedApiKeyStore(core.apiKeys, changes),
+    accounts: signallingAccountStore(core.accounts, changes),
     changes,
     readCacheTtlMs: config.READ_CACHE_TTL_MS,
     checkHealth: async () => {
@@ -96,6 +97,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     payments,
     liveEvents,
     writeTimeoutMs: config.WRITE_TIMEOUT_MS,
+    publicRpcUrl: config.PUBLIC_RPC_URL ?? stack.solana.url,
     rateLimiter: createRateLimiter(redis, {
       prefix: config.REDIS_PREFIX,
       multiplier: config.RATE_LIMIT_MULTIPLIER,

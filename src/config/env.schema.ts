@@ -69,6 +69,12 @@ export const envSchema = z.object({
   SOLANA_RPC_URL: optional(url(['http:', 'https:'])),
   /** Unset: derived from SOLANA_RPC_URL (port + 1, ws:// or wss://), as web3.js does. */
   SOLANA_WS_URL: optional(url(['ws:', 'wss:'])),
+  /**
+   * The cluster's JSON-RPC as a browser reaches it, for the dashboards' block-explorer links on a
+   * localnet or private validator (inside docker compose SOLANA_RPC_URL names a container). Unset:
+   * SOLANA_RPC_URL, or the embedded localnet's URL.
+   */
+  PUBLIC_RPC_URL: optional(url(['http:', 'https:'])),
   /** Port of the embedded localnet's JSON-RPC; its WebSocket listens on the next port. */
   LOCALNET_PORT: port.default(8899),
   /**

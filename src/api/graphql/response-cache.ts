@@ -128,7 +128,6 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
             if (operation?.operation === OperationTypeNode.MUTATION) {
               // Committed by now, and the answer has not left: its client reads what it wrote.
               ctx.deps.changes.changed('content');
-              ctx.deps.changes.changed('identity');
             }
             if (Symbol.asyncIterator in result || (result.errors?.length ?? 0) > 0) ctx.cacheable = false;
           },

@@ -4,6 +4,8 @@ import './api-key.js';
 import './transaction.js';
 import './engagement.js';
 import './finance.js';
+import './creator-fund.js';
+import './dashboard.js';
 import './post.js';
 import './feed.js';
 import './live.js';

@@ -1,3 +1,4 @@
+import type { AccountStore } from '../domain/accounts/accounts.service.js';
 import type { ApiKeyStore, StoredApiKey } from '../domain/auth/api-keys.service.js';
 import type { ChangeSignals } from './change-signals.js';
 import { createReadCache } from './read-cache.js';
@@ -36,6 +37,25 @@ export function cachedApiKeyStore(
       const revoked = await store.revoke(id, accountId, at);
       signals.changed('identity');
       return revoked;
+    },
+  };
+}
+
+/**
+ * The account store, telling the key caches when an account changes: a viewer carries its
+ * account's handle, so a renamed account must not keep its old handle in a cached key row. The
+ * role and wallet are set when the account is created and never change afterwards.
+ */
+export function signallingAccountStore(
+  store: AccountStore,
+  signals: Pick<ChangeSignals, 'changed'>,
+): AccountStore {
+  return {
+    ...store,
+    update: async (id, changes) => {
+      const account = await store.update(id, changes);
+      signals.changed('identity');
+      return account;
     },
   };
 }

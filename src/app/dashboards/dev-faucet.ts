@@ -1,0 +1,95 @@
+import type { Redis } from 'ioredis';
+import {
+  FaucetRefusedError,
+  fundUsdc,
+  type PlatformChain,
+  type RpcClient,
+} from '../../adapters/solana/index.js';
+import type { Viewer } from '../../domain/auth/api-keys.service.js';
+import { AppError } from '../../domain/errors.js';
+import type { LedgerStore } from '../../domain/ledger/ledger.service.js';
+
+/** What one click of the developer portal's faucet button gives: $10 of localnet USDC. */
+export const DEV_FAUCET_AMOUNT_MICRO = 10_000_000n;
+/**
+ * At most 3 grants per account per 10 minutes. Fixed, not scaled by RATE_LIMIT_MULTIPLIER: the
+ * faucet mints money, so load tests that switch the API's limits off must not switch this off.
+ */
+export const DEV_FAUCET_LIMIT = 3;
+export const DEV_FAUCET_WINDOW_SECONDS = 600;
+
+export interface DevFaucetDeps {
+  rpc: RpcClient;
+  ledger: LedgerStore;
+  redis: Redis;
+  redisPrefix: string;
+  bootstrapChain(): Promise<PlatformChain>;
+}
+
+/** Whether the faucet serves this deployment: only the embedded localnet, whose USDC we mint. */
+export async function devFaucetAvailable(deps: Pick<DevFaucetDeps, 'bootstrapChain'>): Promise<boolean> {
+  return (await deps.bootstrapChain()).cluster === 'localnet';
+}
+
+/**
+ * Mints DEV_FAUCET_AMOUNT_MICRO of localnet USDC into the viewer's custodial wallet and credits
+ * the ledger with the same deposit the CLI's `fund` records (keyed by the signature, so the
+ * indexer's deposit detection can never credit it twice). Refused (403) on any other cluster,
+ * before anything is counted; 429 past the limit.
+ */
+export async function grantDevFunds(
+  deps: DevFaucetDeps,
+  viewer: Viewer,
+): Promise<{ signature: string; amountMicro: bigint }> {
+  const platform = await deps.bootstrapChain();
+  if (platform.cluster !== 'localnet') {
+    throw new AppError(
+      'forbidden',
+      `The dev faucet exists only on the embedded localnet; this deployment runs on ${platform.cluster}`,
+    );
+  }
+  if (!viewer.walletAddress)
+    throw new AppError('conflict', 'The wallet of this account is still being created');
+  await spendFaucetGrant(deps, viewer.accountId);
+  let signature: string;
+  try {
+    ({ signature } = await fundUsdc(deps.rpc, platform, viewer.walletAddress, DEV_FAUCET_AMOUNT_MICRO));
+  } catch (error) {
+    if (error instanceof FaucetRefusedError) throw new AppError('forbidden', error.message);
+    throw error;
+  }
+  await deps.ledger.record({
+    kind: 'deposit',
+    idempotencyKey: `deposit:${signature}`,
+    legs: [
+      { account: { kind: 'external' }, amountMicro: -DEV_FAUCET_AMOUNT_MICRO, counts: 'none' },
+      {
+        account: { kind: 'user', accountId: viewer.accountId },
+        amountMicro: DEV_FAUCET_AMOUNT_MICRO,
+        counts: 'none',
+      },
+    ],
+  });
+  return { signature, amountMicro: DEV_FAUCET_AMOUNT_MICRO };
+}
+
+/** One fixed window per account in Redis (shared by every API process). */
+async function spendFaucetGrant(deps: DevFaucetDeps, accountId: string): Promise<void> {
+  const window = Math.floor(Date.now() / 1000 / DEV_FAUCET_WINDOW_SECONDS);
+  const key = `${deps.redisPrefix}:faucet:${accountId}:${window}`;
+  const [[, count]] = (await deps.redis.multi().incr(key).expire(key, DEV_FAUCET_WINDOW_SECONDS).exec()) as [
+    [null, number],
+    [null, number],
+  ];
+  if (count > DEV_FAUCET_LIMIT) {
+    const retryAfterSeconds = Math.max(
+      1,
+      (window + 1) * DEV_FAUCET_WINDOW_SECONDS - Math.floor(Date.now() / 1000),
+    );
+    throw new AppError(
+      'rate_limited',
+      `The dev faucet gives at most ${DEV_FAUCET_LIMIT} grants per ${DEV_FAUCET_WINDOW_SECONDS / 60} minutes; retry in ${retryAfterSeconds} s`,
+      { retryAfterSeconds },
+    );
+  }
+}

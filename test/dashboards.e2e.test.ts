@@ -1,0 +1,314 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { shipBatch } from '../src/app/indexer/event-shipper.js';
+import { reconcileRound } from '../src/app/indexer/reconciler.js';
+import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { settlePayment } from '../src/app/write-path/settle-payment.js';
+import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { replaceSignedPayment } from './support/chain-tampering.js';
+import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
+import { paymentsSettled } from './support/settled.js';
+
+/**
+ * The dashboards in a real browser: Debian's headless Chromium driven by playwright-core (never a
+ * downloaded browser), against the real service of this file (API, worker role, localnet,
+ * Postgres, Redis, chdb). A developer signs up, sees the key once, signs in with it, creates and
+ * revokes a key and funds the wallet; as a creator they watch the earnings chart and tables move
+ * when others pay to engage; finance finds a tampered payment, drills into it and exports the CSV.
+ * Every request the browser makes must go to this server. Screenshots land in test/artifacts/.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = path.resolve('test/artifacts');
+const TIMEOUT = 180_000;
+
+let h: ServiceHarness;
+let context: BrowserContext;
+let page: Page;
+let profileDir: string;
+const outside: string[] = [];
+const consoleErrors: string[] = [];
+const today = new Date().toISOString().slice(0, 10);
+
+/** The key the browser's sign-up produced, and the account behind it. */
+let creator: Member;
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  h = await openServiceHarness({ RATE_LIMIT_MULTIPLIER: '0' });
+  profileDir = mkdtempSync(path.join(tmpdir(), 'lf-chromium-'));
+  context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    viewport: { width: 1280, height: 900 },
+    acceptDownloads: true,
+  });
+  const origin = new URL(h.base).origin;
+  context.on('request', (request) => {
+    const url = request.url();
+    if (!url.startsWith(`${origin}/`) && !url.startsWith('blob:') && !url.startsWith('data:'))
+      outside.push(url);
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push(message.text());
+  });
+  page.on('pageerror', (error) => consoleErrors.push(String(error)));
+  page.setDefaultTimeout(20_000);
+}, TIMEOUT);
+
+afterAll(async () => {
+  await context?.close();
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await h?.close();
+});
+
+const shoot = (name: string) =>
+  page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+/** Everything paid so far settled, shipped to ClickHouse and reconciled. */
+async function settleShipReconcile(): Promise<void> {
+  const app = h.env.app;
+  await paymentsSettled(app.db);
+  await reconcileRound(app, { missingAfterMs: 600_000, limit: 1_000 });
+  for (;;) {
+    const shipped = await shipBatch(app);
+    if (shipped.events === 0 && shipped.legs === 0) break;
+  }
+}
+
+async function signInWith(key: string): Promise<void> {
+  await page.goto(`${h.base}/dashboard/`);
+  if (await page.locator('#sign-out').isVisible()) {
+    await page.click('#sign-out');
+    await page.waitForSelector('#signin-form');
+  }
+  await page.fill('#signin-form input[name=key]', key);
+  await page.click('#signin-form button[type=submit]');
+  await page.waitForSelector('#keys table');
+}
+
+describe('dashboards in Chromium', () => {
+  test(
+    'developer portal: sign up, the key shown once, sign in with it, a second key created and revoked, the faucet',
+    async () => {
+      await page.goto(`${h.base}/dashboard/`);
+      await page.waitForSelector('#signup-form');
+      await shoot('portal-signed-out');
+      await page.fill('#signup-form input[name=handle]', 'e2e_creator');
+      await page.fill('#signup-form input[name=display_name]', 'E2E Creator');
+      await page.click('#signup-form button[type=submit]');
+      const key = (await page.textContent('#new-key'))!;
+      expect(key).toMatch(/^lf_live_[0-9A-Za-z]{40}$/);
+      await expect(page.locator('#new-account .warning').textContent()).resolves.toContain('Shown once');
+      const wallet = (await page.textContent('#wallet-address'))!;
+      const account = (await h.env.app.accounts.byHandle('e2e_creator'))!;
+      expect(wallet).toBe(account.walletAddress);
+      creator = { account, key };
+      await shoot('portal-new-key');
+
+      await page.click('#continue');
+      await page.waitForSelector('#keys table');
+      // Once past that screen the secret is never on a page again, not even after a reload.
+      await page.reload();
+      await page.waitForSelector('#keys table');
+      expect(await page.content()).not.toContain(key);
+      expect(await page.locator('#keys tbody tr').count()).toBe(1);
+
+      // A fresh sign-in with the key.
+      await signInWith(key);
+      await expect(page.locator('#role').textContent()).resolves.toBe('user');
+
+      await page.click('#create-key');
+      const second = (await page.textContent('#second-key'))!;
+      expect(second).toMatch(/^lf_live_/);
+      expect(second).not.toBe(key);
+      const secondId = second.slice(8, 16);
+      await page.waitForSelector(`#keys tr[data-key-id="${secondId}"]`);
+      expect(await page.locator('#keys tbody tr').count()).toBe(2);
+      expect((await h.gql({ account, key: second }, '{ viewer { handle } }')).data.viewer.handle).toBe(
+        'e2e_creator',
+      );
+      await shoot('portal-two-keys');
+
+      await page.click(`#keys tr[data-key-id="${secondId}"] button.danger`);
+      await page.waitForSelector(`#keys tr[data-key-id="${secondId}"] .badge.bad`);
+      const revoked = await fetch(`${h.base}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${second}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ viewer { handle } }' }),
+      });
+      expect(revoked.status).toBe(401);
+
+      await page.click('#faucet');
+      await page.waitForSelector('#faucet-result');
+      await expect(page.locator('#balance').textContent()).resolves.toBe('$10.00');
+      await shoot('portal-signed-in');
+    },
+    TIMEOUT,
+  );
+
+  test(
+    "creator dashboard: the earnings chart and tables move when others pay to engage with the creator's posts",
+    async () => {
+      expect(creator, 'the portal test signs the creator up').toBeDefined();
+      const fan = await h.member('e2e_fan', 20_000_000n);
+      const created = await h.call(creator, 'POST', '/posts', {
+        content: 'my first paid post',
+        type: 'post',
+      });
+      expect(created.status).toBe(201);
+      const postId = ((await created.json()) as { id: string }).id;
+      await settleShipReconcile();
+
+      await page.goto(`${h.base}/dashboard/creator`);
+      await page.waitForSelector('#earnings-chart[data-state="empty"]');
+      await page.waitForSelector('#top-by-earnings');
+      await expect(page.locator('#top-by-earnings tbody tr .earned').first().textContent()).resolves.toBe(
+        '$0.00',
+      );
+      await expect(page.locator('#total-spent').textContent()).resolves.toBe('$1.00');
+      await shoot('creator-before');
+
+      for (const body of [
+        { content: 'great point', type: 'reply', parent_id: postId },
+        { content: 'agreed', type: 'reply', parent_id: postId },
+        { content: 'quoting this', type: 'quote', quoted_post_id: postId },
+      ]) {
+        expect((await h.call(fan, 'POST', '/posts', body)).status).toBe(201);
+      }
+      expect((await h.call(fan, 'POST', `/posts/${postId}/repost`)).status).toBe(201);
+      expect((await h.call(fan, 'POST', `/posts/${postId}/like`)).status).toBe(200);
+      await settleShipReconcile();
+
+      await page.click('#refresh');
+      await page.waitForSelector('#earnings-chart[data-state="ready"] figure.chart canvas');
+      const label = (await page.getAttribute('#earnings-chart figure.chart', 'aria-label'))!;
+      expect(label).toContain('$2.00 in total');
+      await expect(page.locator('#total-earned').textContent()).resolves.toBe('$2.00');
+      const top = page.locator(`#top-by-earnings tr[data-post-id="${postId}"]`);
+      await expect(top.locator('.earned').textContent()).resolves.toBe('$2.00');
+      await expect(
+        page.locator('#top-by-engagement tbody tr').first().getAttribute('data-post-id'),
+      ).resolves.toBe(postId);
+      await page.click('#earnings-table summary');
+      await expect(page.locator('#earnings-table tbody td.num').first().textContent()).resolves.toBe('$2.00');
+
+      // Each transaction links its swap_tx to the explorer's custom-cluster form with our RPC.
+      const links = page.locator('#tx-table a[href*="explorer.solana.com/tx/"]');
+      expect(await links.count()).toBeGreaterThanOrEqual(5);
+      const href = (await links.first().getAttribute('href'))!;
+      expect(href).toContain(`cluster=custom&customUrl=${encodeURIComponent(h.env.app.publicRpcUrl)}`);
+
+      // The creator-fund area says what the API has, by the schema itself.
+      const fields = await h.gql(creator, '{ __type(name: "Query") { fields { name } } }');
+      const hasSwap = (fields.data.__type.fields as Array<{ name: string }>).some(
+        (f) => f.name === 'swapQuote',
+      );
+      await expect(page.locator('#swap-status').textContent()).resolves.toContain(
+        hasSwap ? 'available through' : 'Not available yet',
+      );
+      await shoot('creator-after');
+
+      await page.click('[data-granularity="DAY"]');
+      await page.waitForSelector('#earnings-chart[data-state="ready"] canvas');
+      expect(await page.getAttribute('#earnings-chart figure.chart', 'aria-label')).toContain(
+        '$2.00 in total',
+      );
+
+      // Phone width: nothing wider than the screen.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.waitForTimeout(200);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+      await shoot('creator-phone');
+      await page.setViewportSize({ width: 1280, height: 900 });
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'finance dashboard: a tampered payment in the exception list, its movements in one click, the day as CSV',
+    async () => {
+      const app = h.env.app;
+      const financeAccount = await createAccount(app, { handle: 'e2e_finance', role: 'finance' });
+      const financeKey = (await createApiKey(app.apiKeys, financeAccount.id)).key;
+      const payer = await h.member('e2e_payer', 5_000_000n);
+      const tampered = await createPaidPost(app, payer.account.id, {
+        type: 'post',
+        content: 'short-changed',
+      });
+      await replaceSignedPayment(app, h.platform, tampered.chainTransactionId, payer.account, [
+        { owner: h.platform.signers.treasury.publicKey, amountMicro: 600_000n },
+      ]);
+      expect(await settlePayment(app, tampered.chainTransactionId)).toBe('confirmed');
+      const { signature } = await app.db
+        .selectFrom('chain_transactions')
+        .select('signature')
+        .where('id', '=', tampered.chainTransactionId)
+        .executeTakeFirstOrThrow();
+      await settleShipReconcile();
+
+      // A creator's key does not open the finance views.
+      await signInWith(creator.key);
+      await page.goto(`${h.base}/dashboard/finance`);
+      await expect(page.locator('#page [role=alert]').textContent()).resolves.toContain('finance role');
+
+      await signInWith(financeKey);
+      await page.goto(`${h.base}/dashboard/finance`);
+      const row = page.locator(`#exceptions-table tr[data-signature="${signature}"]`);
+      await row.waitFor();
+      await expect(row.locator('.badge').textContent()).resolves.toBe('amount mismatch');
+      await expect(
+        page.locator('#status-counts [data-status="AMOUNT_MISMATCH"] dd').textContent(),
+      ).resolves.toBe('1');
+      await page.waitForSelector('#summary figure.chart canvas');
+      await expect(
+        page.locator(`#daily-table tr[data-day="${today}"] .badge.bad`).first().textContent(),
+      ).resolves.toBe('$0.40');
+      await shoot('finance');
+
+      // Filters: the wrong status hides it, the right one shows it.
+      await page.selectOption('#exception-filters select[name=status]', 'WRONG_PARTY');
+      await page.click('#exception-filters button[type=submit]');
+      await page.waitForSelector('#exceptions[data-state="empty"]');
+      await page.selectOption('#exception-filters select[name=status]', 'AMOUNT_MISMATCH');
+      await page.fill('#exception-filters input[name=day]', today);
+      await page.click('#exception-filters button[type=submit]');
+      await row.waitFor();
+
+      await row.locator('button.drill').click();
+      await page.waitForSelector('#movements-table');
+      await expect(page.locator('#drill-verdict').textContent()).resolves.toBe('amount mismatch');
+      expect(await page.locator('#movements-table tbody tr').count()).toBeGreaterThanOrEqual(2);
+      await shoot('finance-drill-down');
+
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
+      expect(download.suggestedFilename()).toBe(`reconciliation-${today}.csv`);
+      const csv = readFileSync(await download.path(), 'utf8');
+      expect(csv.split('\n')[0]).toContain('ledger_day,movement_id,signature,status');
+      const line = csv.split('\n').find((l) => l.includes(signature))!;
+      expect(line).toContain('amount_mismatch');
+      expect(csv).toContain(',matched,');
+    },
+    TIMEOUT,
+  );
+
+  test('the browser never asked anything of another origin and no page logged an error', () => {
+    expect(outside).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+  });
+});

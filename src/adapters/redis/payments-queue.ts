@@ -9,9 +9,11 @@ export interface PaymentJob {
 
 /**
  * What a waiting request hears about a payment job: the cluster executed it (with the signature
- * that landed), or the job finished (the outbox row says how).
+ * that landed), the job finished (the outbox row says how), or the job already existed when it was
+ * enqueued (its events may be past: the outbox row says where it is).
  */
-export type PaymentSignal = { kind: 'sent'; signature: string } | { kind: 'done' } | { kind: 'timeout' };
+export type PaymentSignal =
+  { kind: 'sent'; signature: string } | { kind: 'done' } | { kind: 'duplicated' } | { kind: 'timeout' };
 
 /** The progress a payments job reports once the cluster executed its transaction. */
 export interface SentProgress {
@@ -32,6 +34,8 @@ export interface PaymentsQueue {
    * twice (an API retry, the worker's start-up sweep) runs it once.
    */
   enqueue(chainTransactionId: string): Promise<Job<PaymentJob>>;
+  /** The job id enqueue() gives the settlement of this outbox row. */
+  jobIdOf(chainTransactionId: string): string;
   /**
    * Starts listening for the job's progress ('sent') or completion, for at most `timeoutMs`. It
    * listens from the moment it is called: a caller checks the stored state after calling it, so
@@ -59,15 +63,18 @@ export function createPaymentsQueue(redisUrl: string, prefix: string): PaymentsQ
     }
   });
   events.on('completed', ({ jobId }) => notify(jobId, { kind: 'done' }));
+  events.on('duplicated', ({ jobId }) => notify(jobId, { kind: 'duplicated' }));
+  const jobIdOf = (chainTransactionId: string) => `pay-${chainTransactionId}`;
 
   return {
     queue,
+    jobIdOf,
     enqueue: (chainTransactionId) =>
       queue.add(
         'settle',
         { chainTransactionId },
         {
-          jobId: `pay-${chainTransactionId}`,
+          jobId: jobIdOf(chainTransactionId),
           // Retryable chain failures (RPC down, timeouts) back off up to ~minutes, then keep trying.
           attempts: 30,
           backoff: { type: 'exponential', delay: 500 },

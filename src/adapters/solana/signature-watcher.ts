@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ChainError, classifyRpcFailure } from './chain-errors.js';
 import {
   MAX_SIGNATURES_PER_STATUS_CALL,
@@ -41,6 +40,12 @@ export type ConfirmOutcome =
 export interface WatcherOptions {
   /** Between two status polls, in ms. @defaultValue 100 */
   readonly pollMs?: number;
+  /**
+   * Between two polls of the transactions waited on at `processed` only, in ms: a client is
+   * waiting for those (a paid write answers once its payment executed), and a node usually executes
+   * a transaction within milliseconds of receiving it. @defaultValue 10
+   */
+  readonly processedPollMs?: number;
   /** Re-send the bytes of a transaction not seen yet (validators drop under load). @defaultValue true */
   readonly resend?: boolean;
   /** Between two re-sends of one transaction, in ms. @defaultValue 2_000 */
@@ -54,6 +59,12 @@ export interface SignatureWatcher {
    * lasted past the grace period. Never rejects.
    */
   watch(item: SignedForSend, commitment: Commitment): Promise<ConfirmOutcome>;
+  /**
+   * Sends one transaction, in one batched request with every other send of the same options made
+   * in the same turn of the event loop (a worker settling hundreds of payments sends them in a few
+   * requests). Resolves with null when the node accepted it, else its ChainError.
+   */
+  send(item: SignedForSend, options: SendOptions): Promise<ChainError | null>;
   /** Settles every watch still open with an `rpc_unavailable` failure and stops polling. */
   close(): void;
 }
@@ -77,10 +88,53 @@ interface Watch {
 }
 
 export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions = {}): SignatureWatcher {
-  const { pollMs = 100, resend = true, resendMs = 2_000 } = options;
+  const { pollMs = 100, processedPollMs = 10, resend = true, resendMs = 2_000 } = options;
   const watches = new Set<Watch>();
   let polling = false;
   let closed = false;
+  /** Ends the poll loop's current wait early (a new `processed` watch), when it is waiting. */
+  let hurry: (() => void) | undefined;
+  const waitFor = (ms: number, hurriable: boolean) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      let soonest = Date.now() + ms;
+      function done() {
+        hurry = undefined;
+        clearTimeout(timer);
+        resolve();
+      }
+      hurry = () => {
+        if (!hurriable) return;
+        const at = Date.now() + processedPollMs;
+        if (at >= soonest) return;
+        soonest = at;
+        setTimeout(done, processedPollMs);
+      };
+    });
+  const urgent = (watch: Watch) => watch.commitment === 'processed';
+
+  const outgoing = new Map<
+    string,
+    Array<{ item: SignedForSend; done: (error: ChainError | null) => void }>
+  >();
+  const sendBatch = (key: string, options: SendOptions) => {
+    const batch = outgoing.get(key) ?? [];
+    outgoing.delete(key);
+    sendWires(
+      rpc,
+      batch.map((b) => b.item),
+      options,
+    ).then(
+      (errors) => batch.forEach((b, k) => b.done(errors[k] ?? null)),
+      (error: unknown) => {
+        const chainError =
+          error instanceof ChainError
+            ? error
+            : new ChainError('rpc_unavailable', String(error), { cause: error });
+        for (const b of batch) b.done(chainError);
+      },
+    );
+  };
 
   const finish = (watch: Watch, outcome: ConfirmOutcome) => {
     if (watches.delete(watch)) watch.settle(outcome);
@@ -131,11 +185,18 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
     let nextHeightAt = 0;
     let lastSuccessAt = Date.now();
     let waitMs = pollMs;
+    let fullRoundAt = 0;
     try {
       while (watches.size > 0 && !closed) {
-        await sleep(waitMs);
+        // A backoff (the node asked to wait) is kept; otherwise a client waiting shortens the wait.
+        const backingOff = waitMs > pollMs;
+        const urgentNow = !backingOff && [...watches].some(urgent);
+        await waitFor(urgentNow ? processedPollMs : waitMs, !backingOff);
         waitMs = pollMs;
-        const round = [...watches];
+        // Every watch once per pollMs; in between, only those a client is waiting on.
+        const full = Date.now() >= fullRoundAt;
+        if (full) fullRoundAt = Date.now() + pollMs;
+        const round = full ? [...watches] : [...watches].filter(urgent);
         if (round.length === 0) continue;
         try {
           // Height is read before statuses: if it is past lastValidBlockHeight and the status read
@@ -196,8 +257,18 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
           settle(failure(item, new ChainError('rpc_unavailable', 'the signature watcher is closed')));
           return;
         }
-        watches.add({ item, commitment, settle, lastSentAt: Date.now() });
+        const watch: Watch = { item, commitment, settle, lastSentAt: Date.now() };
+        watches.add(watch);
         if (!polling) void poll();
+        else if (urgent(watch)) hurry?.();
+      }),
+    send: (item, options) =>
+      new Promise((done) => {
+        const key = JSON.stringify(options);
+        const batch = outgoing.get(key);
+        if (batch) return void batch.push({ item, done });
+        outgoing.set(key, [{ item, done }]);
+        setImmediate(() => sendBatch(key, options));
       }),
     close: () => {
       closed = true;

@@ -24,24 +24,33 @@ export interface AwaitedPayment {
  * safe to repeat) and waits up to WRITE_TIMEOUT_MS for the cluster to execute it: the one step
  * every paid write (post, repost, send; REST and GraphQL) shares. The row is the truth; the job's
  * events only say when to look at it again.
+ *
+ * The wait starts before the job is added, so a new job's events cannot be missed and the row
+ * needs no read on the common path. A job that already existed (a retry) may be past its events:
+ * then the row is read, under a second wait started before the read.
  */
 export async function awaitPayment(
   deps: AwaitPaymentDeps,
   chainTransactionId: string,
 ): Promise<AwaitedPayment> {
-  const job = await deps.payments.enqueue(chainTransactionId);
-  const wait = deps.payments.waitFor(job.id!, deps.writeTimeoutMs);
-  let row = await outboxRow(deps, chainTransactionId);
-  if (row.status === 'signed') {
-    const signal = await wait.signal;
-    // 'sent' carries what a second read would find; anything else: the row says how it ended.
-    row =
-      signal.kind === 'sent'
-        ? { status: 'sent', signature: signal.signature }
-        : await outboxRow(deps, chainTransactionId);
-  } else {
+  const jobId = deps.payments.jobIdOf(chainTransactionId);
+  let wait = deps.payments.waitFor(jobId, deps.writeTimeoutMs);
+  await deps.payments.enqueue(chainTransactionId).catch((error: unknown) => {
     wait.cancel();
+    throw error;
+  });
+  let signal = await wait.signal;
+  if (signal.kind === 'duplicated') {
+    wait = deps.payments.waitFor(jobId, deps.writeTimeoutMs);
+    const stored = await outboxRow(deps, chainTransactionId);
+    if (stored.status === 'signed') signal = await wait.signal;
+    else wait.cancel();
   }
+  // 'sent' carries what a read would find; anything else: the row says how it ended.
+  const row =
+    signal.kind === 'sent'
+      ? { status: 'sent' as const, signature: signal.signature }
+      : await outboxRow(deps, chainTransactionId);
   if (row.status === 'failed') {
     throw new AppError('unavailable', 'The payment failed on chain and was refunded; try again');
   }

@@ -1,11 +1,6 @@
 import { movementLegs, recordMovement } from '../../adapters/postgres/ledger.repository.js';
 import { confirmOutboxPayment } from '../../adapters/postgres/outbox.repository.js';
-import {
-  isAlreadyProcessed,
-  type ChainError,
-  sendWires,
-  type SignedForSend,
-} from '../../adapters/solana/index.js';
+import { isAlreadyProcessed, type ChainError, type SignedForSend } from '../../adapters/solana/index.js';
 import { reversalLegs } from '../../domain/ledger/ledger.js';
 import { resignPayment, walletSigner } from './payment-transaction.js';
 import type { WritePathDeps } from './create-post.js';
@@ -64,7 +59,7 @@ export async function settlePayment(
     };
 
     if (row.status === 'signed') {
-      const [sendError] = await sendWires(deps.rpc, [tx], {
+      const sendError = await deps.watcher.send(tx, {
         skipPreflight: false,
         preflightCommitment: 'confirmed',
       });

@@ -2,20 +2,49 @@ import { sql } from 'kysely';
 import type { Db } from './db.js';
 import { releaseHeldCreditsSql } from './ledger.repository.js';
 
+export interface OutboxLanding {
+  id: string;
+  /** The signature that landed: a row re-signed meanwhile (another signature) is left alone. */
+  signature: string;
+  slot: number;
+}
+
+const landings = (rows: readonly OutboxLanding[]) =>
+  sql.join(rows.map((r) => sql`(${r.id}::uuid, ${r.signature}::text, ${BigInt(r.slot)}::bigint)`));
+
 /**
- * A payment confirmed on chain: its outbox row leaves 'signed'/'sent' and its movement's held
- * credits become spendable. One statement, so atomic without a transaction and one round trip;
- * the credits move only if this call moved the row (a second worker, or a retry, moves nothing).
+ * Payments the cluster executed (commitment processed): their outbox rows go 'signed' → 'sent'.
+ * One statement for any number of rows: a worker settling hundreds of payments sees them execute
+ * in the same poll, and one round trip each was most of its Postgres traffic.
  */
-export async function confirmOutboxPayment(
-  db: Db,
-  row: { id: string; signature: string; slot: number },
-): Promise<void> {
+export async function markOutboxSent(db: Db, rows: readonly OutboxLanding[]): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`
+    UPDATE chain_transactions c
+       SET status = 'sent', slot = l.slot, updated_at = now()
+      FROM (VALUES ${landings(rows)}) AS l (id, signature, slot)
+     WHERE c.id = l.id AND c.status = 'signed' AND c.signature = l.signature`.execute(db);
+}
+
+/**
+ * Payments confirmed on chain: their outbox rows leave 'signed'/'sent' and their movements' held
+ * credits become spendable. One statement, so atomic without a transaction and one round trip for
+ * any number of rows; credits move only for the rows this call moved (a second worker, or a retry,
+ * moves nothing).
+ */
+export async function confirmOutboxPayments(db: Db, rows: readonly OutboxLanding[]): Promise<void> {
+  if (rows.length === 0) return;
   await sql`
     WITH moved AS (
-      UPDATE chain_transactions
-         SET status = 'confirmed', slot = ${BigInt(row.slot)}, updated_at = now()
-       WHERE id = ${row.id} AND status IN ('signed', 'sent') AND signature = ${row.signature}
-      RETURNING movement_id)
+      UPDATE chain_transactions c
+         SET status = 'confirmed', slot = l.slot, updated_at = now()
+        FROM (VALUES ${landings(rows)}) AS l (id, signature, slot)
+       WHERE c.id = l.id AND c.status IN ('signed', 'sent') AND c.signature = l.signature
+      RETURNING c.movement_id)
     ${releaseHeldCreditsSql(sql`SELECT movement_id FROM moved`)}`.execute(db);
+}
+
+/** One payment confirmed on chain (see confirmOutboxPayments). */
+export function confirmOutboxPayment(db: Db, row: OutboxLanding): Promise<void> {
+  return confirmOutboxPayments(db, [row]);
 }

@@ -1,9 +1,9 @@
 import { movementLegs, recordMovement } from '../../adapters/postgres/ledger.repository.js';
-import { confirmOutboxPayment } from '../../adapters/postgres/outbox.repository.js';
 import { isAlreadyProcessed, type ChainError, type SignedForSend } from '../../adapters/solana/index.js';
 import { reversalLegs } from '../../domain/ledger/ledger.js';
 import { resignPayment, walletSigner } from './payment-transaction.js';
 import type { WritePathDeps } from './create-post.js';
+import { outboxWritesFor } from './outbox-writes.js';
 
 export type SettlementStatus = 'confirmed' | 'finalized' | 'failed';
 
@@ -71,13 +71,11 @@ export async function settlePayment(
       }
       const processed = await deps.watcher.watch(tx, 'processed');
       if (processed.ok) {
-        await deps.db
-          .updateTable('chain_transactions')
-          .set({ status: 'sent', slot: BigInt(processed.slot), updated_at: new Date() })
-          .where('id', '=', row.id)
-          .where('status', '=', 'signed')
-          .where('signature', '=', tx.signature)
-          .execute();
+        await outboxWritesFor(deps.db).markSent({
+          id: row.id,
+          signature: tx.signature,
+          slot: processed.slot,
+        });
         await hooks.onSent?.(tx.signature);
       } else if (processed.error.kind === 'blockhash_expired' || processed.error.retryable) {
         if ((await onChainFailure(processed.error)) === 'failed') return 'failed';
@@ -88,7 +86,7 @@ export async function settlePayment(
 
     const confirmed = await deps.watcher.watch(tx, 'confirmed');
     if (confirmed.ok) {
-      await confirmOutboxPayment(deps.db, { id: row.id, signature: tx.signature, slot: confirmed.slot });
+      await outboxWritesFor(deps.db).confirm({ id: row.id, signature: tx.signature, slot: confirmed.slot });
       return 'confirmed';
     }
     if ((await onChainFailure(confirmed.error)) === 'failed') return 'failed';

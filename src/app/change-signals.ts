@@ -29,6 +29,8 @@ interface ChangeMessage {
 }
 
 const CHANNEL = 'read-cache-changes';
+/** At most one message per topic this often: other processes' caches are that much staler. */
+const PUBLISH_EVERY_MS = 10;
 
 /**
  * Tells every process's read caches of a change made outside any of them (the CLI revoking a key):
@@ -45,7 +47,8 @@ export function createChangeSignals(liveEvents: LiveEvents, logger: Logger): Cha
     for (const listener of listeners[topic]) listener();
   };
 
-  // Changes made in a burst (a worker settling 500 payments) go out as one message per topic.
+  // Changes made within PUBLISH_EVERY_MS of each other (a burst of paid posts, a worker settling
+  // 500 payments) go out as one message per topic: other processes hear of them that much later.
   const unpublished = new Set<ChangeTopic>();
   const flush = () => {
     for (const topic of unpublished) {
@@ -66,7 +69,7 @@ export function createChangeSignals(liveEvents: LiveEvents, logger: Logger): Cha
   return {
     changed: (topic) => {
       notify(topic);
-      if (unpublished.size === 0) setImmediate(flush);
+      if (unpublished.size === 0) setTimeout(flush, PUBLISH_EVERY_MS);
       unpublished.add(topic);
     },
     onChange: (topic, listener) => {

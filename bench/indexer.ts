@@ -100,6 +100,7 @@ async function seedPayments(app: App, platform: PlatformChain, count: number): P
     .selectFrom('ledger_accounts')
     .select(['id', 'kind'])
     .where('kind', 'in', ['treasury', 'creator_fund'])
+    .where('currency', '=', 'usdc')
     .execute();
   const ledgerId = (kind: string) => accounts.find((a) => a.kind === kind)!.id;
   const tag = randomBytes(4).toString('hex');

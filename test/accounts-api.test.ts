@@ -73,6 +73,7 @@ describe('sign-up', () => {
       earned_usdc: 0,
       total_earned: 0,
       total_spent: 0,
+      native_tokens: '0',
     });
     const platform = await env.app.bootstrapChain();
     const accounts = await env.app.rpc.call<{

@@ -172,6 +172,7 @@ describe('the ledger', () => {
           .selectFrom('ledger_accounts')
           .select('id')
           .where('kind', '=', 'treasury')
+          .where('currency', '=', 'usdc')
           .executeTakeFirstOrThrow();
         await trx
           .insertInto('ledger_legs')

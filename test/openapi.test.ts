@@ -23,6 +23,8 @@ test('the document names every /api/v1 route with its errors', async () => {
     '/api/v1/posts/{id}/like',
     '/api/v1/posts/{id}/repost',
     '/api/v1/send',
+    '/api/v1/swap-quote',
+    '/api/v1/swap-to-usdc',
     '/api/v1/users/{handle}',
     '/api/v1/users/{handle}/follow',
     '/api/v1/users/{handle}/posts',

@@ -186,7 +186,7 @@ describe('reconciliation', () => {
     const { rows: ledger } = await sql<{ account_id: string; earned: string }>`
       SELECT a.account_id, sum(l.amount)::text AS earned
         FROM ledger_legs l JOIN ledger_accounts a ON a.id = l.ledger_account_id
-       WHERE l.counts = 'earned' AND a.kind = 'user'
+       WHERE l.counts = 'earned' AND a.kind = 'user' AND a.currency = 'usdc'
        GROUP BY a.account_id ORDER BY a.account_id`.execute(env.app.db);
     expect(ledger.length).toBeGreaterThan(0);
     const result = await env.app.clickhouse.client.query({

@@ -131,6 +131,24 @@ describe('the write path answers exactly as the spec', () => {
     });
   });
 
+  test('GET /me: the spec profile plus our documented native_tokens (base units, a string)', async () => {
+    const response = await h.call(alice, 'GET', '/me');
+    expect(response.status).toBe(200);
+    const me = await response.json();
+    expectShape(me, {
+      handle: 'string',
+      display_name: 'string',
+      avatar_url: 'string',
+      bio: 'string',
+      wallet_address: 'string',
+      earned_usdc: 'number',
+      total_earned: 'number',
+      total_spent: 'number',
+      native_tokens: 'string',
+    });
+    expect(me.native_tokens).toMatch(/^\d+$/);
+  });
+
   test('the money errors: 402 insufficient_balance with balance_usd and required_usd; others {error, message}', async () => {
     const poor = await h.member('shape_poor', 400_000n);
     const refused = await h.call(poor, 'POST', '/posts', { content: 'too dear', type: 'post' });

@@ -1,5 +1,11 @@
+import {
+  CREATOR_FUND_QUEUE,
+  scheduleCreatorFundEpochs,
+  unscheduleCreatorFundEpochs,
+} from '../src/adapters/redis/creator-fund-queue.js';
 import { PAYMENTS_QUEUE, type PaymentJob, type SentProgress } from '../src/adapters/redis/payments-queue.js';
 import type { App } from '../src/app/app.js';
+import { runDueEpochs } from '../src/app/creator-fund/run-epoch.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import type { QueueProcessor } from './worker.role.js';
 
@@ -29,6 +35,31 @@ export function processorsFor(app: App): QueueProcessor[] {
           .execute();
         for (const row of rows) await app.payments.enqueue(row.id);
         return rows.length;
+      },
+    },
+    {
+      queue: CREATOR_FUND_QUEUE,
+      // Epochs are planned one at a time (planning also holds a Postgres advisory lock).
+      concurrency: 1,
+      // Plans every ended, unpaid epoch and hands its batches to the payments queue above.
+      process: async () => {
+        const plans = await runDueEpochs(app);
+        return plans
+          .filter((plan) => !plan.alreadyPlanned)
+          .map((plan) => ({ epoch: plan.epochStart.toISOString(), outcome: plan.outcome }));
+      },
+      // (Re-)registers the repeatable job on start: one schedule however many workers run.
+      resume: async () => {
+        if (app.config.CREATOR_FUND_ENABLED) {
+          await scheduleCreatorFundEpochs(
+            app.stack.redis.url,
+            app.config.REDIS_PREFIX,
+            app.config.CREATOR_FUND_EPOCH_MS,
+          );
+        } else {
+          await unscheduleCreatorFundEpochs(app.stack.redis.url, app.config.REDIS_PREFIX);
+        }
+        return 0;
       },
     },
   ];

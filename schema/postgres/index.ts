@@ -10,6 +10,9 @@ import * as idempotencyKeys from './2026_11_22_7_idempotency_keys.js';
 import * as heldCredits from './2026_11_22_8_held_credits.js';
 import * as indexer from './2026_11_22_9_indexer.js';
 import * as readPath from './2026_11_22_a_read_path.js';
+import * as nativeLedger from './2026_11_22_b_native_ledger.js';
+import * as creatorFund from './2026_11_22_c_creator_fund.js';
+import * as swaps from './2026_11_22_d_swaps.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -29,4 +32,7 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_9_indexer': indexer,
   // Kysely runs migrations in the text order of their names: after _9_ comes _a_, not _10_.
   '2026_11_22_a_read_path': readPath,
+  '2026_11_22_b_native_ledger': nativeLedger,
+  '2026_11_22_c_creator_fund': creatorFund,
+  '2026_11_22_d_swaps': swaps,
 };

@@ -15,6 +15,14 @@ export interface Metrics {
   reconciliationLagSeconds: Gauge;
   reconciliations: Counter<'status' | 'commitment'>;
   rpcErrors: Counter<'kind'>;
+  /** Creator-fund epochs planned, by outcome (planned, no_engagement, unfunded). */
+  creatorFundEpochs: Counter<'outcome'>;
+  /** Epochs the fund could not pay in full: `empty` (nothing paid) or `short` (part of the budget). */
+  creatorFundUnderfunded: Counter<'kind'>;
+  /** Native tokens planned for payout (whole tokens, a float: a metric, never money). */
+  creatorFundPaidTokens: Counter;
+  /** What the fund could pay at the last planning (whole tokens). */
+  creatorFundAvailableTokens: Gauge;
   recordHealth(report: HealthReport): void;
 }
 
@@ -81,8 +89,34 @@ export function createMetrics(): Metrics {
     labelNames: ['kind'] as const,
     registers: [registry],
   });
+  const creatorFundEpochs = new Counter({
+    name: 'ledgerfeed_creator_fund_epochs_total',
+    help: 'Creator-fund epochs planned, by outcome (planned, no_engagement, unfunded)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const creatorFundUnderfunded = new Counter({
+    name: 'ledgerfeed_creator_fund_underfunded_epochs_total',
+    help: 'Creator-fund epochs the fund could not pay in full: kind empty (nothing paid) or short (part of the budget)',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  const creatorFundPaidTokens = new Counter({
+    name: 'ledgerfeed_creator_fund_paid_tokens_total',
+    help: 'Native tokens planned for payout by the creator fund (whole tokens)',
+    registers: [registry],
+  });
+  const creatorFundAvailableTokens = new Gauge({
+    name: 'ledgerfeed_creator_fund_available_tokens',
+    help: 'Native tokens the creator fund could pay at its last epoch planning',
+    registers: [registry],
+  });
   return {
     registry,
+    creatorFundEpochs,
+    creatorFundUnderfunded,
+    creatorFundPaidTokens,
+    creatorFundAvailableTokens,
     shipperLagSeconds,
     shippedRows,
     shipperFailures,

@@ -206,6 +206,11 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
       body.balance_usd = usdNumber(BigInt(error.details.balanceMicro));
       body.required_usd = usdNumber(BigInt(String(error.details.requiredMicro)));
     }
+    // Its native variant (a swap): token base units, as strings of digits like amount_tokens.
+    if (error.code === 'insufficient_balance' && typeof error.details.balanceTokens === 'string') {
+      body.balance_tokens = error.details.balanceTokens;
+      body.required_tokens = String(error.details.requiredTokens);
+    }
     return { status: httpStatusOf[error.code], body };
   }
   const fastifyError = error as Partial<FastifyError>;

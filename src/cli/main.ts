@@ -8,6 +8,7 @@ import { createApiKey, revokeApiKey } from '../domain/auth/api-keys.service.js';
 import { AppError } from '../domain/errors.js';
 import { formatMicroUsd, parseUsdToMicro } from '../domain/money/usd.js';
 import { withCliContext } from './cli-context.js';
+import { fundEpochCommand } from './fund-epoch-command.js';
 import { reconcileCommand, reindexCommand } from './indexer-commands.js';
 import { reportCommand } from './report-command.js';
 import { UsageError } from './usage-error.js';
@@ -31,6 +32,10 @@ Indexer (ClickHouse):
                                  at 'confirmed'; the running indexer re-checks them at 'finalized'.
   report --date YYYY-MM-DD       the day's ledger total vs chain total, counts per status and the
                                  exception list (by ledger day, UTC)
+  fund-epoch run [--epoch START]  pay one creator-fund epoch now (default: the last one that
+                                 ended; START is its ISO start, on an epoch boundary) and wait for
+                                 its batches to confirm; run again after a crash, it finishes the
+                                 same plan and pays nobody twice
 
 Examples:
   npm run cli -- reconcile --since 2026-11-01
@@ -63,6 +68,8 @@ async function main(argv: string[]): Promise<number> {
       return reindexCommand(rest);
     case 'report':
       return reportCommand(rest);
+    case 'fund-epoch':
+      return fundEpochCommand(rest);
     case undefined:
     case 'help':
     case '--help':

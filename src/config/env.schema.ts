@@ -109,6 +109,27 @@ export const envSchema = z.object({
     .number({ message: 'expected a number >= 0' })
     .min(0, { message: 'expected a number >= 0' })
     .default(1),
+  /**
+   * Native tokens (base units, 9 decimals) the creator fund pays per epoch, split among authors by
+   * engagement. Default 1,000 tokens. A fund holding less pays what it has.
+   */
+  CREATOR_FUND_EPOCH_BUDGET: z
+    .string()
+    .trim()
+    .regex(/^\d{1,19}$/, { message: 'expected native base units: an integer of at most 19 digits' })
+    .default('1000000000000')
+    .transform((value) => BigInt(value)),
+  /** false: no scheduled creator-fund epochs (`npm run cli -- fund-epoch run` still pays one on demand). */
+  CREATOR_FUND_ENABLED: z
+    .enum(['true', 'false'], { message: 'expected true or false' })
+    .default('true')
+    .transform((value) => value === 'true'),
+  /** Length of a creator-fund epoch in milliseconds (epochs are aligned to the Unix epoch). */
+  CREATOR_FUND_EPOCH_MS: z.coerce
+    .number({ message: 'expected milliseconds' })
+    .int({ message: 'expected whole milliseconds' })
+    .min(1_000, { message: 'expected at least 1000 ms' })
+    .default(3_600_000),
   /** USDC mint. Unset: the mainnet address on the embedded localnet, a mint of our own elsewhere. */
   USDC_MINT: optional(base58Address),
   /** The native token's mint. Unset: a mint the bootstrap creates (and records) on first start. */

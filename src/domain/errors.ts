@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'cursor_expired'
   | 'idempotency_key_reused'
   | 'insufficient_balance'
+  /** A swap's quote came out below the caller's `min_amount_usdc`: nothing was moved. */
+  | 'slippage_exceeded'
   | 'rate_limited'
   | 'unavailable'
   | 'internal';

@@ -29,3 +29,20 @@ export async function onChainUsdc(
   ]);
   return BigInt(value.amount);
 }
+
+/** The owner's native tokens on chain, in base units, once every payment in flight has settled. */
+export async function onChainNative(
+  app: App,
+  platform: PlatformChain,
+  owner: string | PublicKey,
+): Promise<bigint> {
+  await paymentsSettled(app.db);
+  const ata = associatedTokenAccount(
+    platform.nativeMint,
+    typeof owner === 'string' ? new PublicKey(owner) : owner,
+  );
+  const { value } = await app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
+    ata.toBase58(),
+  ]);
+  return BigInt(value.amount);
+}

@@ -1,5 +1,5 @@
 import type { PlatformChain } from '../../src/adapters/solana/index.js';
-import { fundUsdc } from '../../src/adapters/solana/index.js';
+import { fundNative, fundUsdc } from '../../src/adapters/solana/index.js';
 import type { App } from '../../src/app/app.js';
 import type { Account } from '../../src/domain/accounts/account.js';
 import { createAccount } from '../../src/domain/accounts/accounts.service.js';
@@ -22,6 +22,33 @@ export async function depositUsdc(
     legs: [
       { account: { kind: 'external' }, amountMicro: -micro, counts: 'none' },
       { account: { kind: 'user', accountId: account.id }, amountMicro: micro, counts: 'none' },
+    ],
+  });
+  return signature;
+}
+
+/**
+ * Native tokens for a test account, as the dev faucet gives them: `units` base units minted into
+ * its native token account and credited to its native ledger account as a deposit keyed by the
+ * signature (ledger = chain for the native token too).
+ */
+export async function depositNative(
+  app: App,
+  platform: PlatformChain,
+  account: Pick<Account, 'id' | 'walletAddress'>,
+  units: bigint,
+): Promise<string> {
+  const { signature } = await fundNative(app.rpc, platform, account.walletAddress, units);
+  await app.ledger.record({
+    kind: 'deposit',
+    idempotencyKey: `deposit:${signature}`,
+    legs: [
+      { account: { kind: 'external', currency: 'native' }, amountMicro: -units, counts: 'none' },
+      {
+        account: { kind: 'user', accountId: account.id, currency: 'native' },
+        amountMicro: units,
+        counts: 'none',
+      },
     ],
   });
   return signature;

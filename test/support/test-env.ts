@@ -53,6 +53,9 @@ export async function openTestEnv(
     REDIS_PREFIX: id,
     CLICKHOUSE_DATABASE: id,
     ...(clickhouseUrl ? { CLICKHOUSE_URL: clickhouseUrl } : {}),
+    // No scheduled creator-fund payouts in the middle of other tests' ledgers (an epoch boundary
+    // could pass during any test); the creator-fund tests run epochs themselves.
+    CREATOR_FUND_ENABLED: 'false',
     ...overrides,
   });
   // A chain only for files that need one: an in-memory localnet on free ports, fast slots.

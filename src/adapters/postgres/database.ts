@@ -16,8 +16,12 @@ export interface Database {
   reposts: RepostsTable;
   likes: LikesTable;
   sends: SendsTable;
+  swaps: SwapsTable;
   wallet_cursors: WalletCursorsTable;
   shipper_cursors: ShipperCursorsTable;
+  creator_fund_epochs: CreatorFundEpochsTable;
+  creator_fund_batches: CreatorFundBatchesTable;
+  creator_fund_payouts: CreatorFundPayoutsTable;
 }
 
 /** signed -> sent (processed) -> confirmed -> finalized, or failed (landed with an error; legs reversed). */
@@ -72,6 +76,21 @@ export interface SendsTable {
   created_at: ColumnType<Date, Date | undefined, never>;
 }
 
+/** A sale of native tokens to the swap pool, with the reserves it was priced against. */
+export interface SwapsTable {
+  id: Generated<string>;
+  account_id: string;
+  /** Native base units sold (fee included). */
+  amount_tokens: bigint;
+  fee_tokens: bigint;
+  /** micro-USD received. */
+  amount_usdc: bigint;
+  reserve_native_before: bigint;
+  reserve_usdc_before: bigint;
+  movement_id: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
 export interface LikesTable {
   account_id: string;
   post_id: string;
@@ -96,6 +115,8 @@ export interface LedgerAccountsTable {
   id: Generated<string>;
   kind: 'user' | 'treasury' | 'creator_fund' | 'fee_pool' | 'swap_pool' | 'external';
   account_id: string | null;
+  /** USDC (micro-USD) or native-token base units: every amount on the row and its legs. */
+  currency: Generated<'usdc' | 'native'>;
   balance: Generated<bigint>;
   /** Credits waiting for their transaction to confirm: not spendable yet. */
   pending: Generated<bigint>;
@@ -105,7 +126,7 @@ export interface LedgerAccountsTable {
 
 export interface LedgerMovementsTable {
   id: Generated<string>;
-  kind: 'post' | 'repost' | 'send' | 'deposit' | 'earn' | 'reversal';
+  kind: 'post' | 'repost' | 'send' | 'deposit' | 'earn' | 'reversal' | 'swap' | 'fund_payout';
   idempotency_key: string | null;
   reverses_id: string | null;
   created_at: ColumnType<Date, Date | undefined, never>;
@@ -182,4 +203,36 @@ export interface AccountsTable {
   handle_changed_at: Date | null;
   created_at: ColumnType<Date, Date | undefined, never>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+/** One creator-fund epoch (native base units): its plan, or why nothing was planned. */
+export interface CreatorFundEpochsTable {
+  epoch_start: Date;
+  epoch_end: Date;
+  budget: bigint;
+  fund_available: bigint;
+  paid_total: Generated<bigint>;
+  author_count: Generated<number>;
+  outcome: 'planned' | 'no_engagement' | 'unfunded';
+  note: Generated<string>;
+  planned_at: ColumnType<Date, Date | undefined, never>;
+}
+
+/** One payout transaction of an epoch: its ledger movement and outbox row. */
+export interface CreatorFundBatchesTable {
+  epoch_start: Date;
+  batch_index: number;
+  movement_id: string;
+  chain_transaction_id: string;
+  total: bigint;
+  transfers: number;
+}
+
+/** One author's payout in one epoch (native base units) and the batch that pays it. */
+export interface CreatorFundPayoutsTable {
+  epoch_start: Date;
+  account_id: string;
+  score: bigint;
+  amount: bigint;
+  batch_index: number;
 }

@@ -1,8 +1,15 @@
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { AccountMoney } from '../../domain/accounts/account.js';
 import { AppError } from '../../domain/errors.js';
-import { assertBalanced, type Leg, type LedgerAccountRef } from '../../domain/ledger/ledger.js';
+import {
+  assertBalanced,
+  currencyOf,
+  type Currency,
+  type Leg,
+  type LedgerAccountRef,
+} from '../../domain/ledger/ledger.js';
 import type { LedgerStore, MovementInput } from '../../domain/ledger/ledger.service.js';
+import { formatNativeUnits } from '../../domain/money/native.js';
 import { formatMicroUsd } from '../../domain/money/usd.js';
 import type { Database } from './database.js';
 import type { Db } from './db.js';
@@ -33,11 +40,12 @@ export function createLedgerStore(db: Db): LedgerStore {
         throw error;
       }
     },
-    money: async (accountId) => {
+    money: async (accountId, currency = 'usdc') => {
       const row = await db
         .selectFrom('ledger_accounts')
         .select(['balance', 'pending', 'total_earned', 'total_spent'])
         .where('account_id', '=', accountId)
+        .where('currency', '=', currency)
         .executeTakeFirst();
       return row
         ? {
@@ -143,14 +151,23 @@ export async function recordMovement(
 
   // Refused: name the first debit that did not find its money.
   for (const change of userChanges.filter((c) => c.balance < 0n || c.pending < 0n)) {
-    const { balance, pending } = await trx
+    const { balance, pending, currency } = await trx
       .selectFrom('ledger_accounts')
-      .select(['balance', 'pending'])
+      .select(['balance', 'pending', 'currency'])
       .where('id', '=', change.id)
       .executeTakeFirstOrThrow();
     const required = -(change.balance + change.pending);
     const available = change.balance < 0n ? balance : pending;
     if (available >= required) continue;
+    if (currency === 'native') {
+      // The native variant of the 402: token base units as strings (a 9-decimal amount can pass
+      // 2^53), under names that say the unit.
+      throw new AppError(
+        'insufficient_balance',
+        `Insufficient native token balance: ${formatNativeUnits(available)} available, ${formatNativeUnits(required)} required`,
+        { currency, balanceTokens: available.toString(), requiredTokens: required.toString() },
+      );
+    }
     throw new AppError(
       'insufficient_balance',
       `Insufficient balance: $${formatMicroUsd(available)} available, $${formatMicroUsd(required)} required`,
@@ -162,19 +179,22 @@ export async function recordMovement(
 
 /**
  * The ledger account id of every ref, in one statement when they all exist (the usual case): a
- * user's account is created on first use, the platform kinds are seeded by migration.
+ * user's account in a currency is created on first use (a user's native account appears with
+ * their first native movement), the platform kinds are seeded by migration, one per currency.
  */
 async function ledgerAccountIds(
   trx: Transaction<Database>,
   refs: readonly LedgerAccountRef[],
 ): Promise<string[]> {
-  const keyOf = (ref: LedgerAccountRef) => (ref.kind === 'user' ? `user:${ref.accountId}` : ref.kind);
-  const userIds = refs.flatMap((ref) => (ref.kind === 'user' ? [ref.accountId] : []));
-  const kinds = refs.flatMap((ref) => (ref.kind === 'user' ? [] : [ref.kind]));
+  const keyOf = (ref: LedgerAccountRef) =>
+    `${ref.kind === 'user' ? `user:${ref.accountId}` : ref.kind}:${currencyOf(ref)}`;
+  const userIds = [...new Set(refs.flatMap((ref) => (ref.kind === 'user' ? [ref.accountId] : [])))];
+  const kinds = [...new Set(refs.flatMap((ref) => (ref.kind === 'user' ? [] : [ref.kind])))];
   const lookUp = async () => {
+    // Every currency of the named users and kinds: at most twice the rows needed, one statement.
     const rows = await trx
       .selectFrom('ledger_accounts')
-      .select(['id', 'kind', 'account_id'])
+      .select(['id', 'kind', 'account_id', 'currency'])
       .where((eb) =>
         eb.or([
           ...(userIds.length > 0 ? [eb('account_id', 'in', userIds)] : []),
@@ -182,15 +202,27 @@ async function ledgerAccountIds(
         ]),
       )
       .execute();
-    return new Map(rows.map((row) => [row.account_id ? `user:${row.account_id}` : row.kind, row.id]));
+    return new Map(
+      rows.map((row) => [`${row.account_id ? `user:${row.account_id}` : row.kind}:${row.currency}`, row.id]),
+    );
   };
   let ids = await lookUp();
-  const missingUsers = userIds.filter((id) => !ids.has(`user:${id}`));
-  if (missingUsers.length > 0) {
+  const missingUsers = new Map<string, { accountId: string; currency: Currency }>();
+  for (const ref of refs) {
+    if (ref.kind === 'user' && !ids.has(keyOf(ref)))
+      missingUsers.set(keyOf(ref), { accountId: ref.accountId, currency: currencyOf(ref) });
+  }
+  if (missingUsers.size > 0) {
     await trx
       .insertInto('ledger_accounts')
-      .values(missingUsers.map((accountId) => ({ kind: 'user' as const, account_id: accountId })))
-      .onConflict((oc) => oc.column('account_id').doNothing())
+      .values(
+        [...missingUsers.values()].map(({ accountId, currency }) => ({
+          kind: 'user' as const,
+          account_id: accountId,
+          currency,
+        })),
+      )
+      .onConflict((oc) => oc.columns(['account_id', 'currency']).doNothing())
       .execute();
     ids = await lookUp();
   }
@@ -230,12 +262,18 @@ export async function movementLegs(trx: Transaction<Database> | Db, movementId: 
       'ledger_legs.counts',
       'ledger_accounts.kind',
       'ledger_accounts.account_id',
+      'ledger_accounts.currency',
     ])
     .where('ledger_legs.movement_id', '=', movementId)
     .orderBy('ledger_legs.id')
     .execute();
+  // USDC refs are written without a currency, exactly as the write path builds them.
+  const currency = (c: Currency) => (c === 'usdc' ? {} : { currency: c });
   return rows.map((row) => ({
-    account: row.kind === 'user' ? { kind: 'user', accountId: row.account_id! } : { kind: row.kind },
+    account:
+      row.kind === 'user'
+        ? { kind: 'user', accountId: row.account_id!, ...currency(row.currency) }
+        : { kind: row.kind, ...currency(row.currency) },
     amountMicro: row.amount,
     counts: row.counts,
   }));

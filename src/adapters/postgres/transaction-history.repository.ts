@@ -21,9 +21,28 @@ export function createTransactionHistoryStore(db: Db): TransactionHistoryStore {
           qb
             .selectFrom('ledger_legs as l')
             .innerJoin('ledger_accounts as la', 'la.id', 'l.ledger_account_id')
+            .innerJoin('ledger_movements as lm', 'lm.id', 'l.movement_id')
+            .leftJoin('ledger_movements as lr', 'lr.id', 'lm.reverses_id')
             .where('la.account_id', '=', accountId)
+            // The history is in dollars: native legs (a swap's tokens) are not summed in. A
+            // creator-fund payout (or its reversal) is native only: its entry is listed with
+            // 0 dollars and its tokens beside them.
+            .where((eb) =>
+              eb.or([
+                eb('la.currency', '=', 'usdc'),
+                eb(sql<string>`coalesce(lr.kind, lm.kind)`, '=', 'fund_payout'),
+              ]),
+            )
             .groupBy('l.movement_id')
-            .select(['l.movement_id', sql<bigint>`sum(l.amount)::bigint`.as('amount')]),
+            .select([
+              'l.movement_id',
+              sql<bigint>`coalesce(sum(l.amount) FILTER (WHERE la.currency = 'usdc'), 0)::bigint`.as(
+                'amount',
+              ),
+              sql<bigint>`coalesce(sum(l.amount) FILTER (WHERE la.currency = 'native'), 0)::bigint`.as(
+                'native_amount',
+              ),
+            ]),
         )
         .selectFrom('mine')
         .innerJoin('ledger_movements as m', 'm.id', 'mine.movement_id')
@@ -57,6 +76,7 @@ export function createTransactionHistoryStore(db: Db): TransactionHistoryStore {
             'created_at_exact',
           ),
           'm.idempotency_key',
+          'mine.native_amount',
           'r.kind as reversed_kind',
           'r.idempotency_key as reversed_key',
           'ct.signature',
@@ -79,6 +99,7 @@ export function createTransactionHistoryStore(db: Db): TransactionHistoryStore {
         movementId: row.id,
         kind: row.kind,
         amountMicro: row.amount,
+        nativeAmount: row.native_amount,
         createdAt: row.created_at,
         createdAtExact: row.created_at_exact,
         idempotencyKey: row.idempotency_key,

@@ -19,6 +19,30 @@ export async function fundUsdc(
   owner: string,
   amountMicro: bigint,
 ): Promise<{ signature: string }> {
+  return mintOnLocalnet(rpc, platform, owner, amountMicro, 'usdc');
+}
+
+/**
+ * Dev faucet for the native token: mints `units` base units into the owner's native token
+ * account (creating it). Only on the embedded localnet. The caller credits the ledger's native
+ * account as a deposit keyed by the signature, as for USDC, so ledger = chain for native too.
+ */
+export async function fundNative(
+  rpc: RpcClient,
+  platform: PlatformChain,
+  owner: string,
+  units: bigint,
+): Promise<{ signature: string }> {
+  return mintOnLocalnet(rpc, platform, owner, units, 'native');
+}
+
+async function mintOnLocalnet(
+  rpc: RpcClient,
+  platform: PlatformChain,
+  owner: string,
+  amountMicro: bigint,
+  token: 'usdc' | 'native',
+): Promise<{ signature: string }> {
   let to: PublicKey;
   try {
     to = new PublicKey(owner);
@@ -33,12 +57,13 @@ export async function fundUsdc(
   }
   const { blockhash, lastValidBlockHeight } = await rpc.getLatestBlockhash('confirmed');
   const feePayer = platform.signers.fee_payer;
-  const authority = platform.signers.usdc_mint_authority;
+  const authority =
+    token === 'usdc' ? platform.signers.usdc_mint_authority : platform.signers.native_mint_authority;
   const tx = buildMintTo({
     feePayer: feePayer.publicKey,
     recentBlockhash: blockhash,
-    mint: platform.usdcMint,
-    decimals: USDC_DECIMALS,
+    mint: token === 'usdc' ? platform.usdcMint : platform.nativeMint,
+    decimals: token === 'usdc' ? USDC_DECIMALS : platform.nativeDecimals,
     authority: authority.publicKey,
     to,
     amount: amountMicro,

@@ -72,5 +72,5 @@ export {
   PLATFORM_SIGNER_ROLES,
   type PlatformSigners,
 } from './platform-keys.js';
-export { fundUsdc, FaucetRefusedError } from './faucet.js';
+export { fundNative, fundUsdc, FaucetRefusedError } from './faucet.js';
 export { createWalletProvisioner } from './custodial-wallets.js';

@@ -26,7 +26,11 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     },
     async (request) => {
       const account = await requireAccount(deps.accounts, request.viewer!.accountId);
-      return ownProfileView(account, await deps.ledger.money(account.id), baseUrlOf(request));
+      const [usdc, native] = await Promise.all([
+        deps.ledger.money(account.id),
+        deps.ledger.money(account.id, 'native'),
+      ]);
+      return ownProfileView(account, usdc, baseUrlOf(request), native.availableMicro);
     },
   );
 

@@ -9,6 +9,7 @@ import { registerIdempotency } from './idempotency.hook.js';
 import { registerPostRoutes } from './posts.routes.js';
 import { registerProfileRoutes } from './profiles.routes.js';
 import { registerSendRoutes } from './send.routes.js';
+import { registerSwapRoutes } from './swap.routes.js';
 import { registerTransactionRoutes } from './transactions.routes.js';
 
 /**
@@ -29,4 +30,5 @@ export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
   registerFeedRoutes(api, deps);
   registerTransactionRoutes(api, deps);
   registerSendRoutes(api, deps);
+  registerSwapRoutes(api, deps);
 }

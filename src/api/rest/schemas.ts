@@ -36,12 +36,17 @@ const profileProperties = {
 
 export const ownProfile = {
   type: 'object',
-  required: [...profileRequired, 'earned_usdc', 'total_earned', 'total_spent'],
+  required: [...profileRequired, 'earned_usdc', 'total_earned', 'total_spent', 'native_tokens'],
   properties: {
     ...profileProperties,
     earned_usdc: { type: 'number', description: 'Available USDC balance, in dollars' },
     total_earned: { type: 'number' },
     total_spent: { type: 'number' },
+    native_tokens: {
+      type: 'string',
+      description:
+        'Available native-token balance in base units (9 decimals), a string of digits (our addition to the spec: what swap-to-usdc can sell)',
+    },
   },
 } as const;
 

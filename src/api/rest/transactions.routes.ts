@@ -31,8 +31,9 @@ const transaction = {
     id: { type: 'string', description: 'The ledger movement' },
     type: {
       type: 'string',
-      enum: ['post', 'repost', 'earn', 'send', 'receive', 'deposit', 'refund'],
-      description: 'The spec’s values, plus deposit (USDC in) and refund (a payment that failed on chain)',
+      enum: ['post', 'repost', 'earn', 'send', 'receive', 'deposit', 'refund', 'swap'],
+      description:
+        'The spec’s values, plus deposit (USDC in), refund (a payment that failed on chain) and swap (native tokens sold for USDC: amount_usd is the USDC received)',
     },
     amount_usd: { type: 'number', description: 'Dollars; negative when the account spent' },
     description: { type: 'string' },

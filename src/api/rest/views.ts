@@ -26,12 +26,17 @@ function profileFields(account: Account, baseUrl: string) {
   };
 }
 
-export function ownProfileView(account: Account, money: AccountMoney, baseUrl: string) {
+/**
+ * `nativeUnits`: the available native-token balance (base units) of the account's native ledger
+ * account; `native_tokens` is our documented addition to the spec's profile.
+ */
+export function ownProfileView(account: Account, money: AccountMoney, baseUrl: string, nativeUnits = 0n) {
   return {
     ...profileFields(account, baseUrl),
     earned_usdc: usdNumber(money.availableMicro),
     total_earned: usdNumber(money.totalEarnedMicro),
     total_spent: usdNumber(money.totalSpentMicro),
+    native_tokens: nativeUnits.toString(),
   };
 }
 

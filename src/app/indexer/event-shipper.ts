@@ -68,6 +68,8 @@ const COLUMNS: Record<ShipStream, readonly string[]> = {
     'amount',
     'counts',
     'created_at',
+    // Since schema/clickhouse/0003: 'usdc' (micro-USD) or 'native' (token base units).
+    'currency',
   ],
 };
 
@@ -174,7 +176,7 @@ function nextLegs(trx: Transaction<Database>, cursor: Cursor, limit: number): Pr
   return nextBatch(
     trx,
     sql`SELECT l.id, l.movement_id, m.kind AS movement_kind, a.kind AS account_kind, a.account_id,
-               l.amount, l.counts, m.created_at, l.txid, l.id AS seq
+               l.amount, l.counts, m.created_at, a.currency, l.txid, l.id AS seq
           FROM ledger_legs l
           JOIN ledger_movements m ON m.id = l.movement_id
           JOIN ledger_accounts a ON a.id = l.ledger_account_id
@@ -183,7 +185,8 @@ function nextLegs(trx: Transaction<Database>, cursor: Cursor, limit: number): Pr
          ORDER BY l.txid, l.id
          LIMIT ${limit}`,
     sql`concat_ws(E'\t', id::text, movement_id::text, movement_kind, account_kind,
-                  coalesce(account_id::text, '\\N'), amount::text, counts, ${chTime(sql`created_at`)})`,
+                  coalesce(account_id::text, '\\N'), amount::text, counts, ${chTime(sql`created_at`)},
+                  currency)`,
   );
 }
 

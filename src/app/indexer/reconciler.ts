@@ -137,7 +137,7 @@ export async function reconcileRound(
       const ledger = legs.get(row.movement_id) ?? new Map<string, bigint>();
       let status: ReconciliationStatus;
       let chainAmount = 0n;
-      let ledgerAmount = [...ledger.values()].reduce((s, a) => (a > 0n ? s + a : s), 0n);
+      let ledgerAmount = usdAmount(ledger);
       let detail: string;
       let commitment: 'confirmed' | 'finalized' | null;
       if (!tx) {
@@ -149,8 +149,8 @@ export async function reconcileRound(
         commitment = row.reconciled_commitment === 'confirmed' && status === 'pending' ? 'confirmed' : null;
       } else {
         commitment = wanted(row);
-        const chain = usdcDeltas(tx, platform.usdcMint.toBase58());
-        chainAmount = [...chain.values()].reduce((s, a) => (a > 0n ? s + a : s), 0n);
+        const chain = chainDeltas(tx, platform);
+        chainAmount = usdAmount(chain);
         landed.push(tx);
         if (tx.err !== null) {
           status = 'failed_on_chain';
@@ -208,8 +208,37 @@ export async function reconciliationLag(db: Db): Promise<number> {
 }
 
 /**
- * The ledger's expected USDC change per wallet owner for each movement (its legs and, when it was
- * reversed, the reversal's too: a reversed movement expects nothing to have moved).
+ * Both currencies are compared in one map: a USDC change is keyed by the owner's address, a native
+ * one by `native:<address>`, so a swap (native in, USDC out) matches only when both sides match,
+ * and a native leg can never offset a USDC one.
+ */
+const NATIVE_KEY = 'native:';
+const deltaKey = (currency: string, owner: string) =>
+  currency === 'native' ? `${NATIVE_KEY}${owner}` : owner;
+
+/** What the chain moved: the USDC mint's deltas per owner, and the native mint's under their keys. */
+function chainDeltas(tx: FetchedTransaction, platform: PlatformChain): Map<string, bigint> {
+  const deltas = usdcDeltas(tx, platform.usdcMint.toBase58());
+  for (const [owner, amount] of usdcDeltas(tx, platform.nativeMint.toBase58())) {
+    addDelta(deltas, deltaKey('native', owner), amount);
+  }
+  return deltas;
+}
+
+/**
+ * The money a verdict records (ClickHouse `reconciliation` amounts are micro-USD, summed by finance
+ * per day): the USDC credits only. A native-only movement (a fund payout) records 0 on both sides;
+ * its tokens are still compared, and a mismatch still shows in the status and the detail.
+ */
+function usdAmount(deltas: ReadonlyMap<string, bigint>): bigint {
+  let sum = 0n;
+  for (const [key, amount] of deltas) if (amount > 0n && !key.startsWith(NATIVE_KEY)) sum += amount;
+  return sum;
+}
+
+/**
+ * The ledger's expected change per wallet owner and currency for each movement (its legs and, when
+ * it was reversed, the reversal's too: a reversed movement expects nothing to have moved).
  */
 async function ledgerDeltas(
   db: Db,
@@ -219,6 +248,7 @@ async function ledgerDeltas(
   const { rows } = await sql<{
     movement_id: string;
     kind: string;
+    currency: string;
     wallet_address: string | null;
     amount: bigint;
   }>`
@@ -226,7 +256,7 @@ async function ledgerDeltas(
       SELECT id, id AS original FROM ledger_movements WHERE id = ANY(${movementIds}::uuid[])
       UNION ALL
       SELECT id, reverses_id FROM ledger_movements WHERE reverses_id = ANY(${movementIds}::uuid[]))
-    SELECT m.original AS movement_id, a.kind, acc.wallet_address, l.amount
+    SELECT m.original AS movement_id, a.kind, a.currency, acc.wallet_address, l.amount
       FROM movements m
       JOIN ledger_legs l ON l.movement_id = m.id
       JOIN ledger_accounts a ON a.id = l.ledger_account_id
@@ -242,7 +272,7 @@ async function ledgerDeltas(
     if (!owner) continue; // external (deposits), fee pool: no wallet of ours on this side
     let deltas = byMovement.get(row.movement_id);
     if (!deltas) byMovement.set(row.movement_id, (deltas = new Map<string, bigint>()));
-    addDelta(deltas, owner, row.amount);
+    addDelta(deltas, deltaKey(row.currency, owner), row.amount);
   }
   return byMovement;
 }

@@ -1,7 +1,8 @@
 import { movementLegs, recordMovement } from '../../adapters/postgres/ledger.repository.js';
 import { isAlreadyProcessed, type ChainError, type SignedForSend } from '../../adapters/solana/index.js';
 import { reversalLegs } from '../../domain/ledger/ledger.js';
-import { resignPayment, walletSigner } from './payment-transaction.js';
+import { resignPayment } from './payment-transaction.js';
+import { requiredSigners } from './transaction-signers.js';
 import type { WritePathDeps } from './create-post.js';
 import { outboxWritesFor } from './outbox-writes.js';
 
@@ -95,12 +96,10 @@ export async function settlePayment(
 
 async function resign(deps: WritePathDeps, rowId: string, movementId: string, old: SignedForSend) {
   const platform = await deps.bootstrapChain();
-  const payer = (await movementLegs(deps.db, movementId)).find(
-    (leg) => leg.amountMicro < 0n && leg.account.kind === 'user',
-  );
-  if (!payer || payer.account.kind !== 'user') throw new Error(`movement ${movementId} has no paying user`);
-  const signer = await walletSigner(deps.db, deps.keystore, payer.account.accountId);
-  const fresh = await resignPayment(deps.rpc, old.wire, [platform.signers.fee_payer, signer]);
+  // The keys the stored message requires (fee payer and a user's wallet for a post; the creator
+  // fund for a payout batch): the same message signs again under the fresh blockhash.
+  const signers = await requiredSigners(deps, platform, old.wire);
+  const fresh = await resignPayment(deps.rpc, old.wire, signers);
   // Guarded by the old signature: two workers racing re-sign once. The old signature is kept:
   // the indexer proves it never landed.
   await deps.db

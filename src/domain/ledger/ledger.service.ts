@@ -1,5 +1,5 @@
 import type { AccountMoney } from '../accounts/account.js';
-import type { Leg, MovementKind } from './ledger.js';
+import type { Currency, Leg, MovementKind } from './ledger.js';
 
 export interface MovementInput {
   kind: MovementKind;
@@ -26,5 +26,6 @@ export interface LedgerStore {
    * the whole movement with AppError('insufficient_balance'); nothing is written.
    */
   record(movement: MovementInput): Promise<{ movementId: string; replayed: boolean }>;
-  money(accountId: string): Promise<AccountMoney>;
+  /** An account's money in one currency (USDC when unset); all zero before its first movement. */
+  money(accountId: string, currency?: Currency): Promise<AccountMoney>;
 }

@@ -1,13 +1,26 @@
 /**
- * The double-entry ledger's vocabulary. Amounts are bigint micro-USD (= USDC base units); a
- * movement's legs always sum to zero, and no user balance ever goes below zero.
+ * The double-entry ledger's vocabulary. Amounts are bigint base units of the account's currency:
+ * micro-USD (= USDC base units) or native-token base units (9 decimals). A movement's legs always
+ * sum to zero per currency, and no user balance ever goes below zero.
  */
 export type LedgerAccountKind = 'user' | 'treasury' | 'creator_fund' | 'fee_pool' | 'swap_pool' | 'external';
 
 /** Platform accounts exist once each; `external` is the world outside the ledger (deposits come from it). */
 export type PlatformLedgerKind = Exclude<LedgerAccountKind, 'user'>;
 
-export type LedgerAccountRef = { kind: 'user'; accountId: string } | { kind: PlatformLedgerKind };
+/** What a ledger account holds: USDC (micro-USD) or the platform's native token (base units). */
+export type Currency = 'usdc' | 'native';
+
+/**
+ * A ledger account: a user's or a platform kind's, in one currency (absent = 'usdc', the currency
+ * of every movement before the native token existed).
+ */
+export type LedgerAccountRef =
+  | { kind: 'user'; accountId: string; currency?: Currency }
+  | { kind: PlatformLedgerKind; currency?: Currency };
+
+/** The currency of a ref ('usdc' when unset). */
+export const currencyOf = (ref: LedgerAccountRef): Currency => ref.currency ?? 'usdc';
 
 /**
  * How a leg counts toward a user's all-time totals: `spent` (posts, reposts, sends), `earned`
@@ -17,23 +30,46 @@ export type LegCounts = 'spent' | 'earned' | 'none';
 
 export interface Leg {
   account: LedgerAccountRef;
-  /** Signed micro-USD: negative leaves the account, positive enters it. Never 0. */
+  /**
+   * Signed base units of the account's currency (micro-USD for USDC, native base units for a
+   * native account; the name predates the second currency): negative leaves the account, positive
+   * enters it. Never 0.
+   */
   amountMicro: bigint;
   counts: LegCounts;
 }
 
-export type MovementKind = 'post' | 'repost' | 'send' | 'deposit' | 'earn' | 'reversal';
+export type MovementKind =
+  | 'post'
+  | 'repost'
+  | 'send'
+  | 'deposit'
+  | 'earn'
+  | 'reversal'
+  /** Native tokens sold to the swap pool for USDC (both currencies in one movement). */
+  | 'swap'
+  /** A creator-fund payout batch (native). */
+  | 'fund_payout';
 
 export class UnbalancedMovementError extends Error {
   override name = 'UnbalancedMovementError';
 }
 
-/** Refuses legs that do not balance, carry a zero, or are empty: a bug, never user input. */
+/**
+ * Refuses legs that do not balance per currency, carry a zero, or are empty: a bug, never user
+ * input. Currencies never offset each other: 5 native out and 5 USDC in is unbalanced twice.
+ */
 export function assertBalanced(legs: readonly Leg[]): void {
   if (legs.length < 2) throw new UnbalancedMovementError('a movement needs at least two legs');
   if (legs.some((leg) => leg.amountMicro === 0n)) throw new UnbalancedMovementError('a leg of zero');
-  const sum = legs.reduce((total, leg) => total + leg.amountMicro, 0n);
-  if (sum !== 0n) throw new UnbalancedMovementError(`legs sum to ${sum}, not 0`);
+  const sums = new Map<Currency, bigint>();
+  for (const leg of legs) {
+    const currency = currencyOf(leg.account);
+    sums.set(currency, (sums.get(currency) ?? 0n) + leg.amountMicro);
+  }
+  for (const [currency, sum] of sums) {
+    if (sum !== 0n) throw new UnbalancedMovementError(`${currency} legs sum to ${sum}, not 0`);
+  }
 }
 
 /** Price of a post, reply, quote or repost: $1 (configurable later), in micro-USD. */

@@ -1,13 +1,15 @@
 import { AppError } from '../errors.js';
 import type { PostType } from '../posts/post-rules.js';
 import { decodeHistoryCursor, encodeHistoryCursor, type HistoryPosition } from './history-cursor.js';
+import { formatNative } from '../payouts/creator-fund-rules.js';
 import type { MovementKind } from './ledger.js';
 
 /**
- * The spec's types (post, repost, earn, send, receive) plus two of ours: `deposit` (USDC arriving
- * from outside) and `refund` (the reversal of a payment that failed on chain).
+ * The spec's types (post, repost, earn, send, receive) plus three of ours: `deposit` (USDC arriving
+ * from outside), `refund` (the reversal of a payment that failed on chain) and `swap` (native
+ * tokens sold to the swap pool: the entry's amount is the USDC received).
  */
-export type TransactionType = 'post' | 'repost' | 'earn' | 'send' | 'receive' | 'deposit' | 'refund';
+export type TransactionType = 'post' | 'repost' | 'earn' | 'send' | 'receive' | 'deposit' | 'refund' | 'swap';
 
 /** One entry of an account's history: one ledger movement as that account saw it. */
 export interface Transaction {
@@ -31,6 +33,11 @@ export interface HistoryRow {
   kind: MovementKind;
   /** Sum of the account's legs in the movement, signed micro-USD. */
   amountMicro: bigint;
+  /**
+   * Sum of the account's native legs, signed native base units: a creator-fund payout (or its
+   * reversal), the only native movement the history lists. 0 or absent otherwise.
+   */
+  nativeAmount?: bigint;
   createdAt: Date;
   /** `created_at` to the microsecond (ISO 8601 UTC), for the cursor. */
   createdAtExact: string;
@@ -125,6 +132,12 @@ function depositSignature(idempotencyKey: string | null): string | null {
     : null;
 }
 
+/** ` (epoch from <start>)` of a payout batch keyed `fund:<epoch start>:<batch>`; '' otherwise. */
+function fundEpochOf(idempotencyKey: string | null): string {
+  const match = /^fund:(.+):\d+$/.exec(idempotencyKey ?? '');
+  return match ? ` (epoch from ${match[1]})` : '';
+}
+
 type Engagement = PostType | 'repost';
 
 const SPENT_ON: Record<Engagement, string> = {
@@ -168,6 +181,17 @@ export function toTransaction(row: HistoryRow): Transaction {
       type = 'earn';
       description = 'Creator fund payout';
       break;
+    case 'fund_payout':
+      // Paid in native tokens: amount_usd is 0 (no dollars moved; a price would be a guess that
+      // changes), the tokens are in the description. swap_tx is the batch's signature.
+      type = 'earn';
+      description = `Creator fund payout: ${formatNative(row.nativeAmount ?? 0n)} native tokens${fundEpochOf(row.idempotencyKey)}`;
+      break;
+    case 'swap':
+      // The history is the USDC account's: the amount is the USDC the swap paid out.
+      type = 'swap';
+      description = 'Swap of native tokens to USDC';
+      break;
     case 'send':
       type = spent ? 'send' : 'receive';
       description = spent
@@ -182,7 +206,14 @@ export function toTransaction(row: HistoryRow): Transaction {
     case 'reversal':
       type = 'refund';
       // The payer gets the price back; an author who had earned from it gives the share back.
-      description = spent ? 'Earnings reversed: the payment failed on chain' : 'Refund of a failed payment';
+      description =
+        row.reversed?.kind === 'swap'
+          ? 'Swap reversed: the transaction failed on chain'
+          : row.reversed?.kind === 'fund_payout'
+            ? `Creator fund payout reversed: the batch failed on chain (${formatNative(row.nativeAmount ?? 0n)} native tokens)`
+            : spent
+              ? 'Earnings reversed: the payment failed on chain'
+              : 'Refund of a failed payment';
       swapTx ??= depositSignature(row.reversed?.idempotencyKey ?? null);
       break;
   }

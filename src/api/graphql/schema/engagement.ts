@@ -16,7 +16,7 @@ import { spendFor } from '../rate-limits.js';
  * had got within WRITE_TIMEOUT_MS.
  */
 
-const PaymentStatus = builder.enumType('PaymentStatus', {
+export const PaymentStatus = builder.enumType('PaymentStatus', {
   description: 'How far the USDC payment had got when the mutation answered.',
   values: {
     SENT: {

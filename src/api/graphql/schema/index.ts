@@ -3,6 +3,7 @@ import './account.js';
 import './api-key.js';
 import './transaction.js';
 import './engagement.js';
+import './swap.js';
 import './finance.js';
 import './creator-fund.js';
 import './dashboard.js';

@@ -6,7 +6,8 @@ import { builder } from '../builder.js';
 import { ViewerRef } from './account.js';
 
 const TransactionTypeEnum = builder.enumType('TransactionType', {
-  description: 'The spec’s types plus DEPOSIT (USDC in) and REFUND (a payment that failed on chain).',
+  description:
+    'The spec’s types plus DEPOSIT (USDC in), REFUND (a payment that failed on chain) and SWAP (native tokens sold for USDC; the amount is the USDC received).',
   values: {
     POST: { value: 'post' },
     REPOST: { value: 'repost' },
@@ -15,6 +16,7 @@ const TransactionTypeEnum = builder.enumType('TransactionType', {
     RECEIVE: { value: 'receive' },
     DEPOSIT: { value: 'deposit' },
     REFUND: { value: 'refund' },
+    SWAP: { value: 'swap' },
   } as const,
 });
 

@@ -1,0 +1,204 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
+import {
+  buildTransfer,
+  signTransaction,
+  USDC_DECIMALS,
+  type PlatformChain,
+  type Signer,
+} from '../../adapters/solana/index.js';
+import { AppError } from '../../domain/errors.js';
+import { formatMicroUsd } from '../../domain/money/usd.js';
+import { quoteSellNative, type SwapQuote } from '../../domain/swap/constant-product.js';
+import { swapLegs } from '../../domain/swap/swap-legs.js';
+import { parseAmountTokens, validateSwapDraft } from '../../domain/swap/swap-rules.js';
+import { awaitPayment, type AwaitedPayment, type AwaitPaymentDeps } from '../write-path/await-payment.js';
+import { insertOutboxPayment, walletSigner, type SignedPayment } from '../write-path/payment-transaction.js';
+import { withPoolLock } from './pool-lock.js';
+import { readPoolReserves } from './pool-reserves.js';
+
+/** The one pool there is: its lock name (a second pool would be keyed by its vaults). */
+const POOL = 'native-usdc';
+/** How long a swap waits for an earlier swap of the pool still unexecuted before answering 503. */
+const PREVIOUS_SWAP_WAIT_MS = 30_000;
+const POLL_MS = 25;
+
+export interface SwapResult {
+  id: string;
+  quote: SwapQuote;
+  chainTransactionId: string;
+  /** How far the transaction had got, and its signature (a re-sign changes it). */
+  settled: AwaitedPayment['settled'];
+  swapTx: string;
+}
+
+/**
+ * The quote for selling `amountTokens` (raw input: REST's query text or GraphQL's string) against
+ * the pool's reserves on chain now. Nothing is reserved: a swap made later prices against the
+ * reserves then.
+ */
+export async function quoteSwap(
+  deps: Pick<AwaitPaymentDeps, 'rpc' | 'bootstrapChain'>,
+  rawAmountTokens: unknown,
+): Promise<SwapQuote> {
+  const amountTokens = parseAmountTokens(rawAmountTokens);
+  const platform = await deps.bootstrapChain();
+  return quoteOrRefuse(await readPoolReserves(deps.rpc, platform), amountTokens);
+}
+
+/**
+ * Sells native tokens for USDC to the platform's pool, in one serialised step per pool (see
+ * withPoolLock): wait until no earlier swap of the pool is left unexecuted; read the reserves
+ * (commitment processed); quote (x*y=k, 30 bps, rounding for the pool); refuse below
+ * `min_amount_usdc` (409 slippage_exceeded, nothing written); sign one transaction (the user's
+ * tokens to the native vault, the pool's USDC to the user; user and pool authority sign, the
+ * platform fee payer pays); commit the ledger movement, the swaps row and the outbox row together
+ * (a native balance short of the amount is 402, nothing written); hand the row to the payments
+ * worker and wait until the cluster executed it. Only then does the next swap read reserves, so
+ * each swap prices against the reserves the previous one left.
+ *
+ * The USDC received is credited as held (`pending`) until the transaction confirms, like every
+ * other credit; the native tokens leave the user's balance at once (a conditional debit).
+ */
+export async function swapToUsdc(
+  deps: AwaitPaymentDeps,
+  accountId: string,
+  body: unknown,
+): Promise<SwapResult> {
+  const draft = validateSwapDraft(body);
+  const platform = await deps.bootstrapChain();
+  const user = await walletSigner(deps.db, deps.keystore, accountId);
+  return withPoolLock(deps.db, POOL, async () => {
+    await previousSwapsExecuted(deps);
+    const quote = quoteOrRefuse(await readPoolReserves(deps.rpc, platform), draft.amountTokens);
+    if (draft.minAmountUsdcMicro !== null && quote.amountUsdcMicro < draft.minAmountUsdcMicro) {
+      throw new AppError(
+        'slippage_exceeded',
+        `The swap would pay $${formatMicroUsd(quote.amountUsdcMicro)}, below min_amount_usdc $${formatMicroUsd(draft.minAmountUsdcMicro)}; nothing was moved`,
+        {
+          amountUsdcMicro: quote.amountUsdcMicro.toString(),
+          minAmountUsdcMicro: draft.minAmountUsdcMicro.toString(),
+        },
+      );
+    }
+    const swapId = randomUUID();
+    const payment = await signSwap(deps, platform, user, quote, swapId);
+    const { chainTransactionId } = await deps.db.transaction().execute(async (trx) => {
+      const { movementId } = await recordMovement(trx, {
+        kind: 'swap',
+        legs: swapLegs(accountId, quote.amountTokens, quote.amountUsdcMicro),
+        pending: 'hold',
+      });
+      await trx
+        .insertInto('swaps')
+        .values({
+          id: swapId,
+          account_id: accountId,
+          amount_tokens: quote.amountTokens,
+          fee_tokens: quote.feeTokens,
+          amount_usdc: quote.amountUsdcMicro,
+          reserve_native_before: quote.reservesBefore.nativeUnits,
+          reserve_usdc_before: quote.reservesBefore.usdcMicro,
+          movement_id: movementId,
+        })
+        .execute();
+      const id = await insertOutboxPayment(trx, movementId, payment, {
+        type: 'swap.created',
+        actor_id: accountId,
+        amount_micro: quote.amountUsdcMicro,
+        payload: JSON.stringify({
+          swap_id: swapId,
+          amount_tokens: quote.amountTokens.toString(),
+          fee_tokens: quote.feeTokens.toString(),
+        }),
+      });
+      return { chainTransactionId: id };
+    });
+    // Waits for 'sent' (executed) up to WRITE_TIMEOUT_MS. Past it the lock is released anyway:
+    // the next swap's previousSwapsExecuted() waits for this row before reading reserves.
+    const awaited = await awaitPayment(deps, chainTransactionId);
+    return { id: swapId, quote, chainTransactionId, settled: awaited.settled, swapTx: awaited.swapTx };
+  });
+}
+
+function quoteOrRefuse(
+  reserves: { nativeUnits: bigint; usdcMicro: bigint },
+  amountTokens: bigint,
+): SwapQuote {
+  if (reserves.nativeUnits <= 0n || reserves.usdcMicro <= 0n) {
+    throw new AppError('unavailable', 'The swap pool has no liquidity');
+  }
+  const quote = quoteSellNative(reserves, amountTokens);
+  if (quote.amountUsdcMicro <= 0n) {
+    throw new AppError('invalid_request', 'amount_tokens is too small: it would buy less than 1 micro-USD', {
+      field: 'amount_tokens',
+    });
+  }
+  return quote;
+}
+
+/**
+ * The swap's one transaction: two transferChecked legs (user -> native vault, USDC vault -> user),
+ * atomic, a Memo naming the swap, signed by the fee payer, the user and the pool authority.
+ */
+async function signSwap(
+  deps: AwaitPaymentDeps,
+  platform: PlatformChain,
+  user: Signer,
+  quote: SwapQuote,
+  swapId: string,
+): Promise<SignedPayment> {
+  const pool = platform.signers.pool_authority;
+  const { blockhash, lastValidBlockHeight } = await deps.rpc.getLatestBlockhash('confirmed');
+  const tx = buildTransfer({
+    feePayer: platform.signers.fee_payer.publicKey,
+    recentBlockhash: blockhash,
+    legs: [
+      {
+        mint: platform.nativeMint,
+        decimals: platform.nativeDecimals,
+        from: user.publicKey,
+        to: pool.publicKey,
+        amount: quote.amountTokens,
+      },
+      {
+        mint: platform.usdcMint,
+        decimals: USDC_DECIMALS,
+        from: pool.publicKey,
+        to: user.publicKey,
+        amount: quote.amountUsdcMicro,
+      },
+    ],
+    memo: `ledgerfeed:swap:${swapId}`,
+  });
+  const signed = signTransaction(tx, [platform.signers.fee_payer, user, pool]);
+  return { ...signed, blockhash, lastValidBlockHeight };
+}
+
+/**
+ * Waits until every swap of the pool committed earlier has been executed by the cluster (or failed
+ * and was reversed): a swap still `signed` (a process that crashed after its commit, a 202 past
+ * WRITE_TIMEOUT_MS, a re-sign) would otherwise be missing from the reserves read next, and the
+ * pool would pay twice against the same reserves. Such rows are handed to the payments worker
+ * again (job ids dedupe); still waiting after PREVIOUS_SWAP_WAIT_MS is 503.
+ */
+async function previousSwapsExecuted(deps: AwaitPaymentDeps): Promise<void> {
+  const deadline = Date.now() + PREVIOUS_SWAP_WAIT_MS;
+  let enqueued = false;
+  for (;;) {
+    const { rows } = await sql<{ id: string }>`
+      SELECT c.id FROM chain_transactions c JOIN swaps s ON s.movement_id = c.movement_id
+       WHERE c.status = 'signed'`.execute(deps.db);
+    if (rows.length === 0) return;
+    if (!enqueued) {
+      for (const row of rows) await deps.payments.enqueue(row.id);
+      enqueued = true;
+    }
+    if (Date.now() > deadline) {
+      throw new AppError('unavailable', 'The swap pool is still settling an earlier swap; try again shortly');
+    }
+    await sleep(POLL_MS);
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * How many creator-fund transfers fit one Solana transaction, and the batches an epoch's payouts
+ * are cut into. Pure arithmetic over the legacy wire format; src/app/creator-fund builds the real
+ * transactions and a test checks the arithmetic against their bytes.
+ */
+
+/** Largest wire transaction a validator accepts (IPv6 MTU minus headers), in bytes. */
+export const TRANSACTION_SIZE_LIMIT = 1232;
+
+/**
+ * Bytes of a legacy payout transaction with `transfers` transferChecked instructions from the
+ * fund's token account and a Memo of `memoBytes`:
+ *
+ * - signatures: a 1-byte count and 64 bytes each for the fee payer and the fund (2);
+ * - message header: 3 bytes;
+ * - account keys: a compact count and 32 bytes per key: fee payer, fund owner, fund token account,
+ *   the native mint, the Token program, the Memo program (6) and one token account per recipient;
+ * - the recent blockhash: 32 bytes;
+ * - instructions: a compact count; each transferChecked is program index 1 + account count 1 +
+ *   4 account indexes + data length 1 + data 10 (tag, u64 amount, decimals) = 17 bytes; the Memo is
+ *   program index 1 + account count 1 (none) + a compact data length + the text.
+ *
+ * Compact lengths take 1 byte below 128 and 2 up to 16,383; every count here stays far below.
+ */
+export function payoutTransactionBytes(transfers: number, memoBytes: number): number {
+  const keys = 6 + transfers;
+  const instructions = transfers + 1;
+  return (
+    1 +
+    2 * 64 +
+    3 +
+    compactLength(keys) +
+    32 * keys +
+    32 +
+    compactLength(instructions) +
+    17 * transfers +
+    (1 + 1 + compactLength(memoBytes) + memoBytes)
+  );
+}
+
+/** The most transfers whose payout transaction (with that memo) fits the size limit. */
+export function maxTransfersPerBatch(memoBytes: number, limit = TRANSACTION_SIZE_LIMIT): number {
+  let n = 0;
+  while (payoutTransactionBytes(n + 1, memoBytes) <= limit) n++;
+  if (n === 0)
+    throw new RangeError(`not even one transfer fits ${limit} bytes with a ${memoBytes}-byte memo`);
+  return n;
+}
+
+/**
+ * Cuts the payouts (in the given order) into consecutive batches of at most `perBatch`, all full
+ * but the last: fewest transactions, and a payout's batch follows from its position alone.
+ */
+export function cutIntoBatches<T>(payouts: readonly T[], perBatch: number): T[][] {
+  if (!Number.isInteger(perBatch) || perBatch < 1) throw new RangeError(`perBatch must be >= 1: ${perBatch}`);
+  const batches: T[][] = [];
+  for (let k = 0; k < payouts.length; k += perBatch) batches.push(payouts.slice(k, k + perBatch));
+  return batches;
+}
+
+function compactLength(value: number): number {
+  return value < 0x80 ? 1 : value < 0x4000 ? 2 : 3;
+}

@@ -32,6 +32,7 @@ import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import type { RunningService } from '../src/service.js';
 import { intSetting } from './bench-settings.js';
+import { newTally, postOnce, runLoadPhase } from './write-path-load.js';
 import { runBench, startBenchService } from './bench-service.js';
 
 const TARGET_CONFIRMED_PER_SECOND = 300;
@@ -66,17 +67,6 @@ interface Member {
   key: string;
 }
 
-interface Tally {
-  /** 201s: the cluster executed the payment. */
-  executed: number;
-  pending: number;
-  other: Map<string, number>;
-  latenciesMs: number[];
-  postIds: string[];
-}
-
-const newTally = (): Tally => ({ executed: 0, pending: 0, other: new Map(), latenciesMs: [], postIds: [] });
-
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
@@ -109,79 +99,6 @@ async function setupMembers(service: RunningService, count: number): Promise<Mem
     members.push(...batch);
   }
   return members;
-}
-
-// ---------------------------------------------------------------- the HTTP phases
-
-let postCounter = 0;
-
-async function postOnce(base: string, member: Member, tally: Tally): Promise<void> {
-  const started = performance.now();
-  let outcome: string;
-  try {
-    const response = await fetch(`${base}/api/v1/posts`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${member.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'post', content: `bench post #${postCounter++}` }),
-    });
-    const body = (await response.json()) as { id?: string };
-    outcome = String(response.status);
-    if ((response.status === 201 || response.status === 202) && typeof body.id === 'string') {
-      tally.postIds.push(body.id);
-      if (response.status === 201) tally.executed++;
-      else tally.pending++;
-    } else {
-      outcome = `${response.status} ${JSON.stringify(body).slice(0, 120)}`;
-      tally.other.set(outcome, (tally.other.get(outcome) ?? 0) + 1);
-    }
-  } catch (error) {
-    outcome = `error ${error instanceof Error ? error.message : String(error)}`;
-    tally.other.set(outcome, (tally.other.get(outcome) ?? 0) + 1);
-  }
-  tally.latenciesMs.push(performance.now() - started);
-}
-
-/** Closed loop: `concurrency` clients, each posting again as soon as its previous post answered. */
-async function closedLoop(
-  base: string,
-  members: readonly Member[],
-  concurrency: number,
-  seconds: number,
-): Promise<{ tally: Tally; seconds: number; started: number }> {
-  const tally = newTally();
-  const started = performance.now();
-  const deadline = started + seconds * 1000;
-  let next = 0;
-  const client = async (): Promise<void> => {
-    while (performance.now() < deadline) await postOnce(base, members[next++ % members.length]!, tally);
-  };
-  await Promise.all(Array.from({ length: concurrency }, client));
-  tally.latenciesMs.sort((a, b) => a - b);
-  return { tally, seconds: (performance.now() - started) / 1000, started };
-}
-
-/** Open loop: one post every 1/rate s on schedule, whatever the earlier ones are doing. */
-async function openLoop(
-  base: string,
-  members: readonly Member[],
-  rate: number,
-  seconds: number,
-): Promise<{ tally: Tally; seconds: number; lagMs: number }> {
-  const tally = newTally();
-  const total = rate * seconds;
-  const inFlight: Promise<void>[] = [];
-  const started = performance.now();
-  let lagMs = 0;
-  for (let i = 0; i < total; i++) {
-    const due = started + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 1) await sleep(wait);
-    lagMs = Math.max(lagMs, performance.now() - due);
-    inFlight.push(postOnce(base, members[i % members.length]!, tally));
-  }
-  await Promise.all(inFlight);
-  tally.latenciesMs.sort((a, b) => a - b);
-  return { tally, seconds: (performance.now() - started) / 1000, lagMs };
 }
 
 // ---------------------------------------------------------------- the floor
@@ -291,7 +208,7 @@ async function waitSettled(service: RunningService, postIds: readonly string[]) 
   return {
     statuses,
     confirmed: statuses.find((s) => s.status === 'confirmed')?.n ?? 0,
-    settledAt: performance.now(),
+    settledAtMs: Date.now(),
     waitSeconds: (performance.now() - started) / 1000,
   };
 }
@@ -344,15 +261,30 @@ async function main(): Promise<number> {
     const members = await setupMembers(service, settings.accounts);
     // Warm-up (not counted): one post per account, so keys, wallets and connections are warm.
     const warm = newTally();
-    await Promise.all(members.map((m) => postOnce(base, m, warm)));
+    await Promise.all(members.map((m) => postOnce(base, m.key, warm)));
     console.log(
       `write-path bench: ${settings.accounts} accounts, ${os.cpus().length} cores, WRITE_TIMEOUT_MS ${config.WRITE_TIMEOUT_MS}` +
         ` (stack ${stackSeconds.toFixed(1)} s, accounts + warm-up ${((performance.now() - setupStarted) / 1000 - stackSeconds).toFixed(1)} s)`,
     );
 
-    const throughput = await closedLoop(base, members, settings.concurrency, settings.seconds);
+    // The load runs in a child process, as clients would: its HTTP client is not on the
+    // service's event loop.
+    const keys = members.map((m) => m.key);
+    const throughput = await runLoadPhase({
+      kind: 'closed',
+      base,
+      keys,
+      concurrency: settings.concurrency,
+      seconds: settings.seconds,
+    });
     const throughputSettled = await waitSettled(service, throughput.tally.postIds);
-    const latency = await openLoop(base, members, settings.rate, settings.latencySeconds);
+    const latency = await runLoadPhase({
+      kind: 'open',
+      base,
+      keys,
+      rate: settings.rate,
+      seconds: settings.latencySeconds,
+    });
     const floorRun = await floor(
       service.app.stack.postgres.url,
       settings.accounts,
@@ -372,7 +304,7 @@ async function main(): Promise<number> {
     }
 
     const t = throughput.tally;
-    const confirmedSeconds = (throughputSettled.settledAt - throughput.started) / 1000;
+    const confirmedSeconds = (throughputSettled.settledAtMs - throughput.startedAtMs) / 1000;
     const confirmedPerSecond = throughputSettled.confirmed / confirmedSeconds;
     const p50 = percentile(latency.tally.latenciesMs, 50);
     const p99 = percentile(latency.tally.latenciesMs, 99);

@@ -1,0 +1,134 @@
+/**
+ * The write-path benchmark's HTTP load (`bench/write-path.ts`), run in a child process of its own,
+ * as real clients would be: its HTTP client then costs the service's event loop nothing.
+ *
+ *   node --import tsx bench/write-path-load.ts '<LoadPhase as JSON>'
+ *
+ * prints one JSON line: the phase's PhaseResult.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+export type LoadPhase =
+  | { kind: 'closed'; base: string; keys: string[]; concurrency: number; seconds: number }
+  | { kind: 'open'; base: string; keys: string[]; rate: number; seconds: number };
+
+export interface Tally {
+  /** 201s: the cluster executed the payment. */
+  executed: number;
+  pending: number;
+  other: Map<string, number>;
+  latenciesMs: number[];
+  postIds: string[];
+}
+
+export interface PhaseResult {
+  tally: Tally;
+  seconds: number;
+  /** Date.now() when the load began: the parent measures confirmations against it. */
+  startedAtMs: number;
+  /** Open loop: the worst delay of a post behind its schedule. */
+  lagMs: number;
+}
+
+export const newTally = (): Tally => ({
+  executed: 0,
+  pending: 0,
+  other: new Map(),
+  latenciesMs: [],
+  postIds: [],
+});
+
+let postCounter = 0;
+
+export async function postOnce(base: string, key: string, tally: Tally): Promise<void> {
+  const started = performance.now();
+  let outcome: string;
+  try {
+    const response = await fetch(`${base}/api/v1/posts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'post', content: `bench post #${process.pid}-${postCounter++}` }),
+    });
+    const body = (await response.json()) as { id?: string };
+    outcome = String(response.status);
+    if ((response.status === 201 || response.status === 202) && typeof body.id === 'string') {
+      tally.postIds.push(body.id);
+      if (response.status === 201) tally.executed++;
+      else tally.pending++;
+    } else {
+      outcome = `${response.status} ${JSON.stringify(body).slice(0, 120)}`;
+      tally.other.set(outcome, (tally.other.get(outcome) ?? 0) + 1);
+    }
+  } catch (error) {
+    outcome = `error ${error instanceof Error ? error.message : String(error)}`;
+    tally.other.set(outcome, (tally.other.get(outcome) ?? 0) + 1);
+  }
+  tally.latenciesMs.push(performance.now() - started);
+}
+
+/** Closed loop: `concurrency` clients, each posting again as soon as its previous post answered. */
+async function closedLoop(phase: Extract<LoadPhase, { kind: 'closed' }>): Promise<PhaseResult> {
+  const tally = newTally();
+  const startedAtMs = Date.now();
+  const started = performance.now();
+  const deadline = started + phase.seconds * 1000;
+  let next = 0;
+  const client = async (): Promise<void> => {
+    while (performance.now() < deadline)
+      await postOnce(phase.base, phase.keys[next++ % phase.keys.length]!, tally);
+  };
+  await Promise.all(Array.from({ length: phase.concurrency }, client));
+  return { tally, seconds: (performance.now() - started) / 1000, startedAtMs, lagMs: 0 };
+}
+
+/** Open loop: one post every 1/rate s on schedule, whatever the earlier ones are doing. */
+async function openLoop(phase: Extract<LoadPhase, { kind: 'open' }>): Promise<PhaseResult> {
+  const tally = newTally();
+  const total = phase.rate * phase.seconds;
+  const inFlight: Promise<void>[] = [];
+  const startedAtMs = Date.now();
+  const started = performance.now();
+  let lagMs = 0;
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / phase.rate;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    lagMs = Math.max(lagMs, performance.now() - due);
+    inFlight.push(postOnce(phase.base, phase.keys[i % phase.keys.length]!, tally));
+  }
+  await Promise.all(inFlight);
+  return { tally, seconds: (performance.now() - started) / 1000, startedAtMs, lagMs };
+}
+
+/** Runs one phase in a child process and returns its result (latencies sorted). */
+export async function runLoadPhase(phase: LoadPhase): Promise<PhaseResult> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(import.meta.url), JSON.stringify(phase)],
+    {
+      cwd: path.dirname(path.dirname(fileURLToPath(import.meta.url))),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  if (code !== 0) throw new Error(`load process exited ${code}`);
+  const parsed = JSON.parse(out.trim().split('\n').at(-1)!) as Omit<PhaseResult, 'tally'> & {
+    tally: Omit<Tally, 'other'> & { other: Array<[string, number]> };
+  };
+  parsed.tally.latenciesMs.sort((a, b) => a - b);
+  return { ...parsed, tally: { ...parsed.tally, other: new Map(parsed.tally.other) } };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const phase = JSON.parse(process.argv[2]!) as LoadPhase;
+  const result = await (phase.kind === 'closed' ? closedLoop(phase) : openLoop(phase));
+  process.stdout.write(
+    `${JSON.stringify({ ...result, tally: { ...result.tally, other: [...result.tally.other] } })}\n`,
+  );
+}

@@ -10,6 +10,7 @@ import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { replaceSignedPayment } from './support/chain-tampering.js';
+import { depositNative } from './support/deposit.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
 
@@ -88,6 +89,33 @@ async function settleShipReconcile(): Promise<void> {
     const shipped = await shipBatch(app);
     if (shipped.events === 0 && shipped.legs === 0) break;
   }
+}
+
+const TOKEN = 10n ** 9n;
+
+/** Micro-USD as the pages show it ("$1,234.50"), written out here rather than borrowed from them. */
+function usdText(micro: bigint): string {
+  let fraction = (micro % 1_000_000n).toString().padStart(6, '0').replace(/0+$/, '');
+  if (fraction.length < 2) fraction = fraction.padEnd(2, '0');
+  return `$${(micro / 1_000_000n).toLocaleString('en-US')}.${fraction}`;
+}
+
+/** Native base units as the pages show them ("1,000.5"). */
+function tokenText(units: bigint): string {
+  const fraction = (units % TOKEN).toString().padStart(9, '0').replace(/0+$/, '');
+  return `${(units / TOKEN).toLocaleString('en-US')}${fraction ? `.${fraction}` : ''}`;
+}
+
+/** Basis points as the pages show them ("0.30%"). */
+const bpsText = (bps: number) => `${Math.trunc(bps / 100)}.${String(bps % 100).padStart(2, '0')}%`;
+
+/** Resolves once `selector`'s text is exactly `text` (the page re-reads balances on its own). */
+async function textBecomes(selector: string, text: string, timeout = 25_000): Promise<void> {
+  await page.waitForFunction(
+    ([s, t]) => document.querySelector(s)?.textContent === t,
+    [selector, text] as const,
+    { timeout },
+  );
 }
 
 async function signInWith(key: string): Promise<void> {
@@ -213,14 +241,7 @@ describe('dashboards in Chromium', () => {
       const href = (await links.first().getAttribute('href'))!;
       expect(href).toContain(`cluster=custom&customUrl=${encodeURIComponent(h.env.app.publicRpcUrl)}`);
 
-      // The creator-fund area says what the API has, by the schema itself.
-      const fields = await h.gql(creator, '{ __type(name: "Query") { fields { name } } }');
-      const hasSwap = (fields.data.__type.fields as Array<{ name: string }>).some(
-        (f) => f.name === 'swapQuote',
-      );
-      await expect(page.locator('#swap-status').textContent()).resolves.toContain(
-        hasSwap ? 'available through' : 'Not available yet',
-      );
+      await expect(page.locator('#native-balance').textContent()).resolves.toBe('0');
       await shoot('creator-after');
 
       await page.click('[data-granularity="DAY"]');
@@ -235,6 +256,159 @@ describe('dashboards in Chromium', () => {
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect(overflow).toBeLessThanOrEqual(0);
       await shoot('creator-phone');
+      await page.setViewportSize({ width: 1280, height: 900 });
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'creator dashboard: native balance, a live swap quote equal to swapQuote, the swap with its swap_tx and balances after, refusals shown',
+    async () => {
+      expect(creator, 'the portal test signs the creator up').toBeDefined();
+      const app = h.env.app;
+      await depositNative(app, h.platform, creator.account, 1_000n * TOKEN + TOKEN / 2n);
+      const viewer = async () =>
+        (await h.gql(creator, '{ viewer { earnedUsdc pendingUsdc nativeTokens } }')).data.viewer as {
+          earnedUsdc: string;
+          pendingUsdc: string;
+          nativeTokens: string;
+        };
+      const before = await viewer();
+      expect(before.nativeTokens).toBe((1_000n * TOKEN + TOKEN / 2n).toString());
+
+      await page.goto(`${h.base}/dashboard/creator`);
+      await textBecomes('#native-balance', '1,000.5');
+      await expect(page.locator('#balance').textContent()).resolves.toBe(usdText(BigInt(before.earnedUsdc)));
+
+      // Earnings by source: the $2.00 of direct shares from the test above, no fund payouts; the
+      // epochs list is what creatorFundEpochs answers.
+      await page.waitForSelector('#earnings-split[data-state="ready"]');
+      await expect(page.locator('#direct-settled').textContent()).resolves.toBe('$2.00');
+      await expect(page.locator('#fund-settled').textContent()).resolves.toBe('0');
+      const epochs = (await h.gql(creator, '{ creatorFundEpochs(limit: 5) { start } }')).data
+        .creatorFundEpochs as unknown[];
+      if (epochs.length === 0) await page.waitForSelector('#fund-epochs[data-state="empty"]');
+      else expect(await page.locator('#fund-epochs tbody tr').count()).toBe(epochs.length);
+
+      // Bad input never reaches the API.
+      await page.fill('#swap-amount', '12,5');
+      await page.waitForSelector('#swap-quote[data-state="invalid"]');
+      await expect(page.getAttribute('#swap-amount', 'aria-invalid')).resolves.toBe('true');
+
+      // Typing: one debounced quote for the whole amount, equal to GraphQL swapQuote.
+      const quoteRequests: string[] = [];
+      const onRequest = (request: { postData(): string | null }) => {
+        if (request.postData()?.includes('swapQuote')) quoteRequests.push(request.postData()!);
+      };
+      page.on('request', onRequest);
+      await page.fill('#swap-amount', '');
+      await page.locator('#swap-amount').pressSequentially('250.25', { delay: 40 });
+      const amount = 250n * TOKEN + TOKEN / 4n;
+      await page.waitForSelector(`#swap-quote[data-state="ready"] dl[data-amount-tokens="${amount}"]`);
+      page.off('request', onRequest);
+      expect(quoteRequests).toHaveLength(1);
+      const quote = (
+        await h.gql(
+          creator,
+          'query ($a: String!) { swapQuote(amountTokens: $a) { amountUsdcMicro feeTokens feeBps priceImpactBps } }',
+          { a: amount.toString() },
+        )
+      ).data.swapQuote as {
+        amountUsdcMicro: string;
+        feeTokens: string;
+        feeBps: number;
+        priceImpactBps: number;
+      };
+      const out = BigInt(quote.amountUsdcMicro);
+      expect(out).toBeGreaterThan(0n);
+      await expect(page.locator('#quote-usdc').textContent()).resolves.toBe(usdText(out));
+      await expect(page.locator('#quote-fee').textContent()).resolves.toBe(
+        `${tokenText(BigInt(quote.feeTokens))} tokens (0.30%)`,
+      );
+      await expect(page.locator('#quote-impact').textContent()).resolves.toBe(bpsText(quote.priceImpactBps));
+      // The default 1% slippage: the least accepted is the quote less 1%, rounded down.
+      await expect(page.locator('#quote-min').textContent()).resolves.toBe(usdText((out * 9_900n) / 10_000n));
+      await shoot('creator-swap-quote');
+
+      await page.click('#swap-submit');
+      await page.waitForSelector('#swap-result[data-state="success"]');
+      const swapTx = (await page.getAttribute('#swap-result', 'data-swap-tx'))!;
+      expect(swapTx).toMatch(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+      await expect(page.locator('#swap-received').textContent()).resolves.toBe(usdText(out));
+      const link = (await page.getAttribute('#swap-result a', 'href'))!;
+      expect(link).toContain(`/tx/${swapTx}?cluster=custom&customUrl=`);
+      // The one swap row of this account: the amount typed, in base units, and the quoted USDC.
+      const rows = await app.db
+        .selectFrom('swaps')
+        .select(['amount_tokens', 'amount_usdc'])
+        .where('account_id', '=', creator.account.id)
+        .execute();
+      expect(rows.map((r) => [BigInt(r.amount_tokens), BigInt(r.amount_usdc)])).toEqual([[amount, out]]);
+
+      // Native down by exactly the amount; USDC up by exactly what the swap paid once it confirms
+      // (the page re-reads on its own, no click on Refresh).
+      await textBecomes('#native-balance', '750.25');
+      await textBecomes('#balance', usdText(BigInt(before.earnedUsdc) + out));
+      const after = await viewer();
+      expect(BigInt(after.earnedUsdc) - BigInt(before.earnedUsdc)).toBe(out);
+      expect(after.nativeTokens).toBe((750n * TOKEN + TOKEN / 4n).toString());
+      await page.waitForSelector(`#tx-table a[href*="/tx/${swapTx}?"]`);
+      await expect(page.locator('#swap-amount').inputValue()).resolves.toBe('');
+      await shoot('creator-swap-success');
+
+      // Slippage: 0% allowed, then someone else sells first; the swap is refused and nothing moves.
+      await page.fill('#swap-slippage', '0');
+      await page.fill('#swap-amount', '100');
+      await page.waitForSelector(`#swap-quote[data-state="ready"] dl[data-amount-tokens="${100n * TOKEN}"]`);
+      const seenOut = (await page.locator('#quote-usdc').textContent())!;
+      await expect(page.locator('#quote-min').textContent()).resolves.toBe(seenOut);
+      const other = await h.member('e2e_other_seller', 1_000_000n);
+      await depositNative(app, h.platform, other.account, 5_000n * TOKEN);
+      expect(
+        (await h.call(other, 'POST', '/swap-to-usdc', { amount_tokens: (5_000n * TOKEN).toString() })).status,
+      ).toBe(201);
+      await page.click('#swap-submit');
+      await page.waitForSelector('#swap-result[data-state="error"][data-code="SLIPPAGE_EXCEEDED"]');
+      await expect(page.locator('#swap-result [role=alert]').textContent()).resolves.toContain(
+        'The price moved',
+      );
+      expect((await viewer()).nativeTokens).toBe(after.nativeTokens);
+      // The quote on screen is the new, lower one.
+      const requote = (
+        await h.gql(creator, 'query ($a: String!) { swapQuote(amountTokens: $a) { amountUsdcMicro } }', {
+          a: (100n * TOKEN).toString(),
+        })
+      ).data.swapQuote as { amountUsdcMicro: string };
+      await textBecomes('#quote-usdc', usdText(BigInt(requote.amountUsdcMicro)));
+      expect(usdText(BigInt(requote.amountUsdcMicro))).not.toBe(seenOut);
+      await shoot('creator-swap-slippage');
+
+      // More than the page knows is left: the API's 402, shown with both amounts, and the balance re-read.
+      expect(
+        (await h.call(creator, 'POST', '/swap-to-usdc', { amount_tokens: (700n * TOKEN).toString() })).status,
+      ).toBe(201);
+      await page.fill('#swap-slippage', '');
+      await page.fill('#swap-amount', '60');
+      await page.waitForSelector(`#swap-quote[data-state="ready"] dl[data-amount-tokens="${60n * TOKEN}"]`);
+      await expect(page.locator('#quote-min').textContent()).resolves.toBe('no minimum');
+      await page.click('#swap-submit');
+      await page.waitForSelector('#swap-result[data-state="error"][data-code="INSUFFICIENT_FUNDS"]');
+      await expect(page.locator('#swap-result [role=alert]').textContent()).resolves.toBe(
+        'Not enough native tokens: you have 50.25, this swap needs 60. Nothing was moved.',
+      );
+      await textBecomes('#native-balance', '50.25');
+      // Now the page knows: it refuses before asking.
+      await page.click('#swap-submit');
+      await expect(page.locator('#swap-result [role=alert]').textContent()).resolves.toContain(
+        'you have 50.25',
+      );
+
+      // Phone width: the form and the panels fit.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.waitForTimeout(200);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+      await shoot('creator-swap-phone');
       await page.setViewportSize({ width: 1280, height: 900 });
     },
     TIMEOUT,

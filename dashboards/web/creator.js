@@ -1,12 +1,15 @@
-import { fieldsOf, gql } from './lib/api.js';
+import { loadFundPanel } from './fund-panel.js';
+import { gql } from './lib/api.js';
 import { timeChart } from './lib/chart.js';
-import { dateTime, dollarsForChart, short, usd, usdDecimal } from './lib/format.js';
+import { dateTime, dollarsForChart, short, tokens, usd, usdDecimal } from './lib/format.js';
 import { el, initHeader, messageOf, requireKey, show } from './lib/ui.js';
+import { swapForm } from './swap-form.js';
 
 /*
- * Creator dashboard: balances, earnings over time (direct engagement shares, from ClickHouse via
- * creatorEarnings), top posts (from the ledger via viewer.topPosts), recent transactions linked to
- * the block explorer, and the creator fund / swap area, shown only once the API has those fields.
+ * Creator dashboard: balances (USDC and native tokens), earnings over time (direct engagement
+ * shares, from ClickHouse via creatorEarnings), earnings by source and the creator fund's epochs,
+ * the swap form (native tokens -> USDC), top posts (from the ledger via viewer.topPosts) and recent
+ * transactions linked to the block explorer.
  */
 
 const page = document.getElementById('page');
@@ -18,6 +21,9 @@ const RANGES = {
 let granularity = 'HOUR';
 let handle;
 let explorerTemplate;
+/** The native balance last read (base units, BigInt), for the swap form's own checks. */
+let nativeAvailable = null;
+const SUMMARY_FIELDS = 'earnedUsdc pendingUsdc totalEarned totalSpent nativeTokens';
 
 if (requireKey(page)) void render();
 
@@ -25,20 +31,21 @@ async function render() {
   show(page, 'loading', 'Loading your dashboard…');
   let data;
   try {
-    data = await gql(
-      `{ viewer { handle earnedUsdc pendingUsdc totalEarned totalSpent } chainInfo { cluster explorerTxUrlTemplate } }`,
-    );
+    data = await gql(`{ viewer { handle ${SUMMARY_FIELDS} } chainInfo { cluster explorerTxUrlTemplate } }`);
   } catch (error) {
     return show(page, 'error', messageOf(error), () => void render());
   }
   handle = data.viewer.handle;
   explorerTemplate = data.chainInfo.explorerTxUrlTemplate;
   const v = data.viewer;
+  nativeAvailable = BigInt(v.nativeTokens);
   const chartBox = el('div', { id: 'earnings-chart', 'aria-live': 'polite' });
   const tableBox = el('div', { id: 'earnings-table' });
   const topBox = el('div', { id: 'top-posts', 'aria-live': 'polite' });
   const txBox = el('div', { id: 'transactions', 'aria-live': 'polite' });
-  const fundBox = el('div', { id: 'fund-area' });
+  const fundBox = el('div', { id: 'fund-area', 'aria-live': 'polite' }, [
+    el('p', { class: 'state loading' }, 'Loading earnings by source…'),
+  ]);
   const toggle = el(
     'div',
     { class: 'segmented', role: 'group', 'aria-label': 'Granularity' },
@@ -67,10 +74,14 @@ async function render() {
   );
   page.replaceChildren(
     el('dl', { class: 'stats', id: 'summary' }, [
-      el('div', {}, [el('dt', {}, 'Balance'), el('dd', { id: 'balance' }, usd(v.earnedUsdc))]),
+      el('div', {}, [el('dt', {}, 'USDC balance'), el('dd', { id: 'balance' }, usd(v.earnedUsdc))]),
       el('div', {}, [el('dt', {}, 'Pending'), el('dd', { id: 'pending' }, usd(v.pendingUsdc))]),
       el('div', {}, [el('dt', {}, 'Total earned'), el('dd', { id: 'total-earned' }, usd(v.totalEarned))]),
       el('div', {}, [el('dt', {}, 'Total spent'), el('dd', { id: 'total-spent' }, usd(v.totalSpent))]),
+      el('div', {}, [
+        el('dt', {}, 'Native tokens'),
+        el('dd', { id: 'native-balance' }, tokens(v.nativeTokens)),
+      ]),
     ]),
     el('section', { class: 'card', 'aria-labelledby': 'earn-title' }, [
       el('div', { class: 'section-head' }, [
@@ -80,10 +91,26 @@ async function render() {
       el(
         'p',
         { class: 'muted' },
-        'Your share of replies, quotes and reposts of your posts (creator-fund payouts will appear once the fund runs). The chart trails the ledger by a few seconds.',
+        'Your USDC share of replies, quotes and reposts of your posts (creator-fund payouts are native tokens: see "Earnings by source" below). The chart trails the ledger by a few seconds.',
       ),
       chartBox,
       tableBox,
+    ]),
+    // What came in by source, then what to do with the native tokens.
+    el('section', { class: 'card', 'aria-labelledby': 'fund-title' }, [
+      el('h2', { id: 'fund-title' }, 'Earnings by source'),
+      fundBox,
+    ]),
+    el('section', { class: 'card', 'aria-labelledby': 'swap-title', id: 'swap' }, [
+      el('h2', { id: 'swap-title' }, 'Swap native tokens to USDC'),
+      swapForm({
+        available: () => nativeAvailable,
+        explorerLink,
+        onSwapped: async () => {
+          await Promise.all([loadSummary(), loadTransactions(txBox)]);
+          void settleHeldCredit(); // In the background: the form is usable again at once.
+        },
+      }),
     ]),
     el('section', { class: 'card', 'aria-labelledby': 'top-title' }, [
       el('h2', { id: 'top-title' }, 'Top posts'),
@@ -93,10 +120,6 @@ async function render() {
       el('h2', { id: 'tx-title' }, 'Recent transactions'),
       txBox,
     ]),
-    el('section', { class: 'card placeholder', 'aria-labelledby': 'fund-title' }, [
-      el('h2', { id: 'fund-title' }, 'Creator fund, native token and swap'),
-      fundBox,
-    ]),
   );
   async function refreshAll() {
     refresh.disabled = true;
@@ -105,6 +128,7 @@ async function render() {
       loadEarnings(chartBox, tableBox),
       loadTopPosts(topBox),
       loadTransactions(txBox),
+      loadFundPanel(fundBox, { explorerLink }),
     ]);
     refresh.disabled = false;
   }
@@ -112,19 +136,36 @@ async function render() {
     loadEarnings(chartBox, tableBox),
     loadTopPosts(topBox),
     loadTransactions(txBox),
-    loadFundArea(fundBox),
+    loadFundPanel(fundBox, { explorerLink }),
   ]);
 }
 
+/** Re-reads the balance cards; answers the viewer read, or null when it failed. */
 async function loadSummary() {
   try {
-    const { viewer } = await gql('{ viewer { earnedUsdc pendingUsdc totalEarned totalSpent } }');
+    const { viewer } = await gql(`{ viewer { ${SUMMARY_FIELDS} } }`);
+    nativeAvailable = BigInt(viewer.nativeTokens);
     document.getElementById('balance').textContent = usd(viewer.earnedUsdc);
     document.getElementById('pending').textContent = usd(viewer.pendingUsdc);
     document.getElementById('total-earned').textContent = usd(viewer.totalEarned);
     document.getElementById('total-spent').textContent = usd(viewer.totalSpent);
+    document.getElementById('native-balance').textContent = tokens(viewer.nativeTokens);
+    return viewer;
   } catch {
     // The cards keep their last values; the sections below show the error.
+    return null;
+  }
+}
+
+/**
+ * A swap's USDC is held as pending until its transaction confirms (seconds). Re-read the cards a
+ * few times so the balance moves on its own instead of waiting for a click on Refresh.
+ */
+async function settleHeldCredit() {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const viewer = await loadSummary();
+    if (!viewer || viewer.pendingUsdc === '0') return;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
 }
 
@@ -325,76 +366,5 @@ async function loadTransactions(box) {
         ),
       ]),
     ),
-  );
-}
-
-/**
- * Issue 8 (creator fund payouts, native token, swap to USDC) is being built separately. The area
- * asks the schema which of its fields exist and says honestly what is not there yet, so this page
- * works before and after it lands.
- */
-async function loadFundArea(box) {
-  const [query, viewer] = await Promise.all([fieldsOf('Query'), fieldsOf('Viewer')]);
-  // Fund payouts are native tokens: shown as the API's own decimal strings, never converted.
-  let payouts = null;
-  if (viewer.has('earnings')) {
-    try {
-      ({
-        viewer: { earnings: payouts },
-      } = await gql('{ viewer { earnings { fundPayoutsSettledNative fundPayoutsPendingNative } } }'));
-    } catch {
-      payouts = null; // The field exists but not in this shape yet: say so honestly below.
-    }
-  }
-  const notYet = () => el('span', { class: 'badge' }, 'Not available yet');
-  const items = [
-    [
-      'fund-status',
-      'Fund payouts',
-      payouts
-        ? el('span', {}, [
-            `${payouts.fundPayoutsSettledNative} native tokens paid`,
-            payouts.fundPayoutsPendingNative !== '0' ? `, ${payouts.fundPayoutsPendingNative} pending` : '',
-            query.has('creatorFundEpochs') ? ' (epochs: creatorFundEpochs in the GraphQL API)' : '',
-          ])
-        : notYet(),
-    ],
-    [
-      'native-status',
-      'Native-token balance',
-      viewer.has('nativeBalance')
-        ? el('span', {}, 'available through the GraphQL API (viewer.nativeBalance)')
-        : notYet(),
-    ],
-    [
-      'swap-status',
-      'Swap to USDC',
-      query.has('swapQuote')
-        ? el('span', {}, [
-            'available through the GraphQL API (',
-            el('code', {}, 'swapQuote'),
-            '); the form here arrives with the creator-fund release.',
-          ])
-        : notYet(),
-    ],
-  ];
-  box.replaceChildren(
-    el(
-      'p',
-      { class: 'muted' },
-      'Creator-fund payouts (native tokens) and swapping them for USDC are arriving; this area shows them as the API gains them.',
-    ),
-    el(
-      'ul',
-      {},
-      items.map(([id, label, content]) => el('li', { id }, [el('strong', {}, `${label}: `), content])),
-    ),
-    el('form', { id: 'swap-form', 'aria-describedby': 'swap-status' }, [
-      el('label', {}, [
-        'Native tokens to swap',
-        el('input', { name: 'amount', inputmode: 'decimal', disabled: true, placeholder: '0.0' }),
-      ]),
-      el('button', { type: 'submit', disabled: true }, 'Get a quote'),
-    ]),
   );
 }

@@ -2,11 +2,13 @@ import { apiKey } from './session.js';
 
 /** An error the API answered, with its code (GraphQL extensions.code or the REST `error`). */
 export class ApiError extends Error {
-  constructor(code, message, status) {
+  constructor(code, message, status, details = {}) {
     super(message);
     this.name = 'ApiError';
     this.code = code;
     this.status = status;
+    /** The rest of the error: GraphQL extensions or the REST body (e.g. balanceTokens on a 402). */
+    this.details = details;
   }
 }
 
@@ -38,7 +40,7 @@ export async function gql(query, variables = {}) {
   }
   const first = body.errors?.[0];
   if (first) {
-    throw new ApiError(first.extensions?.code ?? 'error', first.message, response.status);
+    throw new ApiError(first.extensions?.code ?? 'error', first.message, response.status, first.extensions);
   }
   return body.data;
 }
@@ -60,25 +62,6 @@ export async function rest(method, path, { body, accept = 'application/json' } =
     throw new ApiError(error.error ?? 'error', error.message ?? `HTTP ${response.status}`, response.status);
   }
   return response;
-}
-
-const fieldsCache = new Map();
-
-/**
- * The field names of a GraphQL type, by introspection (cached per page). Pages use it to show a
- * feature only once the server has it: an unknown type answers an empty set.
- */
-export async function fieldsOf(typeName) {
-  if (!fieldsCache.has(typeName)) {
-    fieldsCache.set(
-      typeName,
-      gql('query ($name: String!) { __type(name: $name) { fields { name } } }', { name: typeName }).then(
-        (data) => new Set((data.__type?.fields ?? []).map((f) => f.name)),
-        () => new Set(),
-      ),
-    );
-  }
-  return fieldsCache.get(typeName);
 }
 
 export const VIEWER_QUERY = `{ viewer { handle displayName role walletAddress earnedUsdc pendingUsdc totalEarned totalSpent } }`;

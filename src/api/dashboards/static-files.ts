@@ -49,6 +49,8 @@ export function dashboardFiles(): Map<string, string> {
     'lib/ui.js',
     'portal.js',
     'creator.js',
+    'swap-form.js',
+    'fund-panel.js',
     'finance.js',
   ]) {
     files.set(name, `${web}/${name}`);

@@ -2,7 +2,7 @@ import { loadFundPanel } from './fund-panel.js';
 import { gql } from './lib/api.js';
 import { timeChart } from './lib/chart.js';
 import { dateTime, dollarsForChart, short, tokens, usd, usdDecimal } from './lib/format.js';
-import { el, initHeader, messageOf, requireKey, show } from './lib/ui.js';
+import { el, initHeader, messageOf, requireKey, show, card } from './lib/ui.js';
 import { swapForm } from './swap-form.js';
 
 /*
@@ -97,10 +97,7 @@ async function render() {
       tableBox,
     ]),
     // What came in by source, then what to do with the native tokens.
-    el('section', { class: 'card', 'aria-labelledby': 'fund-title' }, [
-      el('h2', { id: 'fund-title' }, 'Earnings by source'),
-      fundBox,
-    ]),
+    card('fund', 'Earnings by source', fundBox),
     el('section', { class: 'card', 'aria-labelledby': 'swap-title', id: 'swap' }, [
       el('h2', { id: 'swap-title' }, 'Swap native tokens to USDC'),
       swapForm({
@@ -112,14 +109,8 @@ async function render() {
         },
       }),
     ]),
-    el('section', { class: 'card', 'aria-labelledby': 'top-title' }, [
-      el('h2', { id: 'top-title' }, 'Top posts'),
-      topBox,
-    ]),
-    el('section', { class: 'card', 'aria-labelledby': 'tx-title' }, [
-      el('h2', { id: 'tx-title' }, 'Recent transactions'),
-      txBox,
-    ]),
+    card('top', 'Top posts', topBox),
+    card('tx', 'Recent transactions', txBox),
   );
   async function refreshAll() {
     refresh.disabled = true;

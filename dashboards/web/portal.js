@@ -1,7 +1,7 @@
 import { ApiError, gql, rest } from './lib/api.js';
 import { dateTime, usd } from './lib/format.js';
 import { apiKey, signIn } from './lib/session.js';
-import { copyButton, el, initHeader, messageOf, show } from './lib/ui.js';
+import { copyButton, el, initHeader, messageOf, show, card } from './lib/ui.js';
 
 /*
  * Developer portal: sign up (POST /api/v1/accounts, the open sign-up), the first key shown once,
@@ -66,14 +66,8 @@ function renderSignedOut(notice) {
   page.replaceChildren(
     ...(notice ? [el('p', { class: 'state error', role: 'alert' }, notice)] : []),
     el('div', { class: 'grid' }, [
-      el('section', { class: 'card', 'aria-labelledby': 'signup-title' }, [
-        el('h2', { id: 'signup-title' }, 'Create an account'),
-        signup,
-      ]),
-      el('section', { class: 'card', 'aria-labelledby': 'signin-title' }, [
-        el('h2', { id: 'signin-title' }, 'Sign in with an API key'),
-        signinForm,
-      ]),
+      card('signup', 'Create an account', signup),
+      card('signin', 'Sign in with an API key', signinForm),
     ]),
   );
 }

@@ -13,36 +13,20 @@ export async function settledMoney(app: App, accountId: string): Promise<Account
   return app.ledger.money(accountId);
 }
 
-/** The owner's USDC on chain, in micro-USD, once every payment in flight has settled. */
-export async function onChainUsdc(
-  app: App,
-  platform: PlatformChain,
-  owner: string | PublicKey,
-): Promise<bigint> {
+/** The owner's balance of `mint` on chain, in base units, once every payment in flight has settled. */
+async function onChainTokens(app: App, mint: PublicKey, owner: string | PublicKey): Promise<bigint> {
   await paymentsSettled(app.db);
-  const ata = associatedTokenAccount(
-    platform.usdcMint,
-    typeof owner === 'string' ? new PublicKey(owner) : owner,
-  );
+  const ata = associatedTokenAccount(mint, typeof owner === 'string' ? new PublicKey(owner) : owner);
   const { value } = await app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
     ata.toBase58(),
   ]);
   return BigInt(value.amount);
 }
 
+/** The owner's USDC on chain, in micro-USD, once every payment in flight has settled. */
+export const onChainUsdc = (app: App, platform: PlatformChain, owner: string | PublicKey) =>
+  onChainTokens(app, platform.usdcMint, owner);
+
 /** The owner's native tokens on chain, in base units, once every payment in flight has settled. */
-export async function onChainNative(
-  app: App,
-  platform: PlatformChain,
-  owner: string | PublicKey,
-): Promise<bigint> {
-  await paymentsSettled(app.db);
-  const ata = associatedTokenAccount(
-    platform.nativeMint,
-    typeof owner === 'string' ? new PublicKey(owner) : owner,
-  );
-  const { value } = await app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
-    ata.toBase58(),
-  ]);
-  return BigInt(value.amount);
-}
+export const onChainNative = (app: App, platform: PlatformChain, owner: string | PublicKey) =>
+  onChainTokens(app, platform.nativeMint, owner);

@@ -20,6 +20,14 @@ export function el(tag, attrs = {}, children = []) {
  * `retry` is given) or 'ready' (the content node). The container is an aria-live region, so screen
  * readers hear the change.
  */
+/** A titled card: a section labelled by its own h2 (id `${id}-title`). */
+export function card(id, title, ...children) {
+  return el('section', { class: 'card', 'aria-labelledby': `${id}-title` }, [
+    el('h2', { id: `${id}-title` }, title),
+    ...children,
+  ]);
+}
+
 export function show(container, state, content, retry) {
   container.setAttribute('aria-busy', state === 'loading' ? 'true' : 'false');
   container.dataset.state = state;

@@ -15,7 +15,15 @@ import {
   scheduleCreatorFundEpochs,
   unscheduleCreatorFundEpochs,
 } from '../src/adapters/redis/creator-fund-queue.js';
-import { epochEngagement, eventsShippedThrough } from '../src/app/creator-fund/engagement-source.js';
+import {
+  epochEngagement,
+  eventsShippedThrough,
+  unpaidEngagement,
+} from '../src/app/creator-fund/engagement-source.js';
+import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { repostPost } from '../src/app/write-path/repost-post.js';
+import { settlePayment } from '../src/app/write-path/settle-payment.js';
+import { drainOnChain } from './support/chain-tampering.js';
 import {
   PAYOUT_MEMO_MAX_BYTES,
   signPayoutBatch,
@@ -23,6 +31,7 @@ import {
 } from '../src/app/creator-fund/payout-transaction.js';
 import {
   CATCH_UP_EPOCHS,
+  EpochNotReadyError,
   planEpoch,
   settleEpoch,
   type CreatorFundDeps,
@@ -249,6 +258,35 @@ describe('creator fund', { timeout: 120_000 }, () => {
 
     firstSignature = again.batches[0]!.signature;
     expect(logLines.join('')).toContain('epoch planned');
+  });
+
+  test('a reply or repost whose payment failed on chain earns nothing; an unsettled one holds the epoch back', async () => {
+    const target = await post(alice, { type: 'post', content: 'engage with me, if you can pay' });
+    const gina = await h.member('cf_gina', 2_000_000n);
+    const start = await dbNow();
+    // Paid in the ledger, then the wallet is emptied on chain before the worker sends: both fail.
+    const reply = await createPaidPost(h.env.app, gina.account.id, {
+      type: 'reply',
+      content: 'a reply that never gets paid',
+      parent_id: target,
+    });
+    const repost = await repostPost(h.env.app, gina.account.id, target);
+    const epoch = await closedWindow(start);
+    expect((await unpaidEngagement(h.env.app.db, epoch)).unsettled).toBe(2);
+    await expect(planEpoch(deps, epoch)).rejects.toThrow(EpochNotReadyError);
+
+    await drainOnChain(h.env.app, h.platform, gina.account, 2_000_000n);
+    expect(await settlePayment(h.env.app, reply.chainTransactionId)).toBe('failed');
+    expect(await settlePayment(h.env.app, repost.chainTransactionId)).toBe('failed');
+    const unpaid = await unpaidEngagement(h.env.app.db, epoch);
+    expect(unpaid).toMatchObject({ unsettled: 0 });
+    expect(unpaid.failedEventIds).toHaveLength(2);
+
+    // ClickHouse holds both events; without the exclusion they would count, with it nothing does.
+    const counted = await epochEngagement(h.env.app.clickhouse, epoch);
+    expect(counted.find((r) => r.engagerId === gina.account.id)).toMatchObject({ replies: 1, reposts: 1 });
+    const paid = await epochEngagement(h.env.app.clickhouse, epoch, unpaid.failedEventIds);
+    expect(paid.find((r) => r.engagerId === gina.account.id)).toBeUndefined();
   });
 
   test('each author sees an earn entry with the batch signature; GraphQL shows earnings and epochs', async () => {

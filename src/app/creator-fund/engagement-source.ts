@@ -16,9 +16,15 @@ import type { EngagementCounts, EpochWindow } from '../../domain/payouts/creator
  *   unlike/like cycle never pays a second time. An unlike in a later epoch does not claw back a
  *   payout already made (it lowers nothing below zero: past epochs are final).
  *
- * Every read uses FINAL: a batch the shipper shipped twice must not count twice.
+ * Every read uses FINAL: a batch the shipper shipped twice must not count twice. `unpaid` are the
+ * events of paid engagement whose payment failed on chain (refunded: see unpaidEngagement); they
+ * count nothing.
  */
-export async function epochEngagement(ch: ClickHouse, epoch: EpochWindow): Promise<EngagementCounts[]> {
+export async function epochEngagement(
+  ch: ClickHouse,
+  epoch: EpochWindow,
+  unpaid: readonly string[] = [],
+): Promise<EngagementCounts[]> {
   const engagement = ch.table('post_engagement');
   const events = ch.table('domain_events');
   const result = await ch.client.query({
@@ -29,6 +35,7 @@ export async function epochEngagement(ch: ClickHouse, epoch: EpochWindow): Promi
           FROM ${engagement} FINAL
          WHERE occurred_at >= {start:DateTime64(3, 'UTC')} AND occurred_at < {end:DateTime64(3, 'UTC')}
            AND actor_id IS NOT NULL
+           AND event_id NOT IN {unpaid:Array(UUID)}
       ),
       per_post AS (
         SELECT post_id, assumeNotNull(actor_id) AS engager_id,
@@ -42,6 +49,7 @@ export async function epochEngagement(ch: ClickHouse, epoch: EpochWindow): Promi
           FROM ${engagement} FINAL
          WHERE occurred_at < {end:DateTime64(3, 'UTC')}
            AND actor_id IS NOT NULL
+           AND event_id NOT IN {unpaid:Array(UUID)}
            AND post_id IN (SELECT post_id FROM pairs)
            AND (post_id, assumeNotNull(actor_id)) IN (SELECT post_id, engager_id FROM pairs)
          GROUP BY post_id, engager_id
@@ -63,7 +71,7 @@ export async function epochEngagement(ch: ClickHouse, epoch: EpochWindow): Promi
        GROUP BY a.author_id, p.engager_id
       HAVING sum(p.likes) + sum(p.replies) + sum(p.quotes) + sum(p.reposts) > 0
        ORDER BY author_id, engager_id`,
-    query_params: { start: epoch.start.getTime() / 1000, end: epoch.end.getTime() / 1000 },
+    query_params: { start: epoch.start.getTime() / 1000, end: epoch.end.getTime() / 1000, unpaid },
     format: 'JSONEachRow',
   });
   const rows = await result.json<{
@@ -82,6 +90,30 @@ export async function epochEngagement(ch: ClickHouse, epoch: EpochWindow): Promi
     quotes: Number(row.quotes),
     reposts: Number(row.reposts),
   }));
+}
+
+/**
+ * The paid engagement (replies, quotes, reposts) of the epoch as the chain settled it: the event ids
+ * whose payment failed on chain (refunded, so it must not earn its target's author anything), and
+ * how many payments are still unsettled (the epoch waits for them: one may yet fail).
+ */
+export async function unpaidEngagement(
+  db: Db,
+  epoch: EpochWindow,
+): Promise<{ failedEventIds: string[]; unsettled: number }> {
+  const { rows } = await sql<{ id: string; status: string }>`
+    SELECT e.id, c.status
+      FROM domain_events e
+      LEFT JOIN posts p ON e.type IN ('post.replied', 'post.quoted') AND p.id = e.post_id
+      LEFT JOIN reposts r ON e.type = 'post.reposted' AND r.id = (e.payload->>'repost_id')::uuid
+      JOIN chain_transactions c ON c.movement_id = coalesce(p.movement_id, r.movement_id)
+     WHERE e.type IN ('post.replied', 'post.quoted', 'post.reposted')
+       AND e.occurred_at >= ${epoch.start} AND e.occurred_at < ${epoch.end}
+       AND c.status IN ('failed', 'signed', 'sent')`.execute(db);
+  return {
+    failedEventIds: rows.filter((r) => r.status === 'failed').map((r) => r.id),
+    unsettled: rows.filter((r) => r.status !== 'failed').length,
+  };
 }
 
 /**

@@ -17,7 +17,7 @@ import { cutIntoBatches } from '../../domain/payouts/payout-batches.js';
 import type { WritePathDeps } from '../write-path/create-post.js';
 import { insertOutboxPayment } from '../write-path/payment-transaction.js';
 import { settlePayment, type SettlementStatus } from '../write-path/settle-payment.js';
-import { epochEngagement, eventsShippedThrough } from './engagement-source.js';
+import { epochEngagement, eventsShippedThrough, unpaidEngagement } from './engagement-source.js';
 import { fundChainBalance, payoutMemo, signPayoutBatch, TRANSFERS_PER_BATCH } from './payout-transaction.js';
 
 export interface CreatorFundDeps extends WritePathDeps {
@@ -85,7 +85,13 @@ export async function planEpoch(deps: CreatorFundDeps, epoch: EpochWindow): Prom
       `epoch ${epoch.start.toISOString()}: events up to ${epoch.end.toISOString()} are not all in ClickHouse yet`,
     );
   }
-  const scores = scoreAuthors(await epochEngagement(deps.clickhouse, epoch));
+  const paid = await unpaidEngagement(deps.db, epoch);
+  if (paid.unsettled > 0) {
+    throw new EpochNotReadyError(
+      `epoch ${epoch.start.toISOString()}: ${paid.unsettled} paid engagement payment(s) not settled on chain yet`,
+    );
+  }
+  const scores = scoreAuthors(await epochEngagement(deps.clickhouse, epoch, paid.failedEventIds));
   const platform = await deps.bootstrapChain();
   const wallets = new Map<string, string>();
   if (scores.length > 0) {

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { confirmMany, sendAndConfirm, type SignedForSend } from './confirm.js';
 import { createRpcClient, type RpcClient } from './rpc-client.js';
+import { createSignatureWatcher } from './signature-watcher.js';
 import { failureOf } from '../../../test/support/failure-of.js';
 
 /**
@@ -267,5 +268,37 @@ describe('confirmMany', () => {
   test('returns an empty list for no items without touching the network', async () => {
     await expect(confirmMany(rpc, [], { commitment: 'confirmed' })).resolves.toEqual([]);
     expect(peer.requests).toEqual([]);
+  });
+});
+
+describe('the shared signature watcher', () => {
+  test('a transaction a client waits on (processed) is looked at within ~10 ms, not at the next full poll', async () => {
+    const watcher = createSignatureWatcher(rpc, { pollMs: 1_000, resend: false });
+    try {
+      peer.scripts.set('P', [at('processed')]);
+      const started = Date.now();
+      await expect(watcher.watch(tx('P'), 'processed')).resolves.toMatchObject({ ok: true, signature: 'P' });
+      expect(Date.now() - started).toBeLessThan(500);
+    } finally {
+      watcher.close();
+    }
+  });
+
+  test('sends made in one turn of the event loop leave as one batched request', async () => {
+    const watcher = createSignatureWatcher(rpc, { resend: false });
+    try {
+      peer.sendErrors.set('S2', {
+        code: -32002,
+        message: 'Transaction simulation failed: Blockhash not found',
+      });
+      const options = { skipPreflight: false, preflightCommitment: 'confirmed' } as const;
+      const results = await Promise.all(['S1', 'S2', 'S3'].map((s) => watcher.send(tx(s), options)));
+      expect(peer.requests).toEqual([['sendTransaction', 'sendTransaction', 'sendTransaction']]);
+      expect(results[0]).toBeNull();
+      expect(results[1]).not.toBeNull();
+      expect(results[2]).toBeNull();
+    } finally {
+      watcher.close();
+    }
   });
 });

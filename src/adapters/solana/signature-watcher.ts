@@ -96,20 +96,23 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
   let hurry: (() => void) | undefined;
   const waitFor = (ms: number, hurriable: boolean) =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
+      let timer = setTimeout(done, ms);
       let soonest = Date.now() + ms;
       function done() {
-        hurry = undefined;
+        if (hurry === shorten) hurry = undefined;
         clearTimeout(timer);
         resolve();
       }
-      hurry = () => {
+      // Re-arms the one timer earlier; once done, it no longer belongs to the loop's wait.
+      const shorten = () => {
         if (!hurriable) return;
         const at = Date.now() + processedPollMs;
         if (at >= soonest) return;
         soonest = at;
-        setTimeout(done, processedPollMs);
+        clearTimeout(timer);
+        timer = setTimeout(done, processedPollMs);
       };
+      hurry = shorten;
     });
   const urgent = (watch: Watch) => watch.commitment === 'processed';
 

@@ -39,6 +39,7 @@ import type { LocalChain } from '../src/localnet/chain.js';
 import { startLocalnetThread } from '../src/localnet/localnet-thread.js';
 import { startLocalnet, type Localnet } from '../src/localnet/localnet.js';
 import { intSetting } from './bench-settings.js';
+import { runBench } from './bench-service.js';
 
 const TARGET_PER_SECOND = 800;
 const SLOT_MS = 400;
@@ -543,12 +544,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  },
-);
+runBench(main);

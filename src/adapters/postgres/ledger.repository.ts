@@ -236,7 +236,7 @@ async function ledgerAccountIds(
 /**
  * The statement that moves the held credits of some movements (`movementIds`: SQL yielding
  * movement ids) from `pending` to the spendable balance. Whoever runs it makes sure it runs once
- * per movement (see confirmOutboxPayment).
+ * per movement (see confirmOutboxPayments).
  */
 export function releaseHeldCreditsSql(movementIds: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`

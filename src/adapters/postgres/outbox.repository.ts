@@ -43,8 +43,3 @@ export async function confirmOutboxPayments(db: Db, rows: readonly OutboxLanding
       RETURNING c.movement_id)
     ${releaseHeldCreditsSql(sql`SELECT movement_id FROM moved`)}`.execute(db);
 }
-
-/** One payment confirmed on chain (see confirmOutboxPayments). */
-export function confirmOutboxPayment(db: Db, row: OutboxLanding): Promise<void> {
-  return confirmOutboxPayments(db, [row]);
-}

@@ -25,8 +25,8 @@ import type { GraphQLContext } from './context.js';
 const CACHEABLE_ROOT_FIELDS = new Set(['feed', 'post', 'user', 'trending', '__typename']);
 const MAX_CACHED_ANSWERS = 1_000;
 
+/** Only 200 answers are kept (see remember), so the status is not. */
 interface CachedAnswer {
-  status: number;
   headers: Array<[string, string]>;
   body: Buffer;
   buckets: RateLimitBucket[];
@@ -95,7 +95,7 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
         return false; // refused: Yoga answers it with the proper error
       }
       for (const [name, value] of cached.headers) void reply.header(name, value);
-      await reply.status(cached.status).send(cached.body);
+      await reply.status(200).send(cached.body);
       return true;
     },
 
@@ -109,7 +109,7 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
       response.headers.forEach((value, name) => {
         if (name !== 'content-length') headers.push([name, value]);
       });
-      cache().remember(key, { status: response.status, headers, body, buckets: [...ctx.spent] }, version);
+      cache().remember(key, { headers, body, buckets: [...ctx.spent] }, version);
       return body;
     },
 

@@ -1,6 +1,14 @@
 import type { App } from '../src/app/app.js';
 import { startLoop, type BackgroundLoop } from '../src/app/background-loop.js';
-import { shipBatch, shipperLag } from '../src/app/indexer/event-shipper.js';
+import {
+  SHIP_BATCH_ROWS,
+  SHIP_BATCHES_PER_ROUND,
+  shipBatch,
+  shipperLag,
+} from '../src/app/indexer/event-shipper.js';
+
+/** Rows a round ships at most per stream: a round that shipped this many may have left more. */
+const ROUND_BUDGET = SHIP_BATCH_ROWS * SHIP_BATCHES_PER_ROUND;
 
 /**
  * The event shipper of the worker role: drains the Postgres outbox of domain events and ledger
@@ -17,8 +25,11 @@ export function startEventShipper(app: App): BackgroundLoop {
         const shipped = await shipBatch(app);
         app.metrics.shippedRows.inc({ stream: 'events' }, shipped.events);
         app.metrics.shippedRows.inc({ stream: 'legs' }, shipped.legs);
-        // Anything shipped: look again at once (a round stops at its batch budget).
-        return shipped.events + shipped.legs > 0;
+        // Only a round cut short by its budget looks again at once. Under a steady write load a
+        // round that looked again as soon as it shipped anything would ship a few rows every few
+        // milliseconds: each chdb insert makes a part, and merging those parts cost up to a core
+        // (measured during the write-path bench). Waiting idleMs ships them as one insert.
+        return shipped.events >= ROUND_BUDGET || shipped.legs >= ROUND_BUDGET;
       } catch (error) {
         app.metrics.shipperFailures.inc();
         throw error;

@@ -13,6 +13,7 @@ import * as readPath from './2026_11_22_a_read_path.js';
 import * as nativeLedger from './2026_11_22_b_native_ledger.js';
 import * as creatorFund from './2026_11_22_c_creator_fund.js';
 import * as swaps from './2026_11_22_d_swaps.js';
+import * as recordMovementFunction from './2026_11_22_e_record_movement_function.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -35,4 +36,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_b_native_ledger': nativeLedger,
   '2026_11_22_c_creator_fund': creatorFund,
   '2026_11_22_d_swaps': swaps,
+  '2026_11_22_e_record_movement_function': recordMovementFunction,
 };

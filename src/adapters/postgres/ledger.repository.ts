@@ -1,13 +1,7 @@
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { AccountMoney } from '../../domain/accounts/account.js';
 import { AppError } from '../../domain/errors.js';
-import {
-  assertBalanced,
-  currencyOf,
-  type Currency,
-  type Leg,
-  type LedgerAccountRef,
-} from '../../domain/ledger/ledger.js';
+import { assertBalanced, currencyOf, type Currency, type Leg } from '../../domain/ledger/ledger.js';
 import type { LedgerStore, MovementInput } from '../../domain/ledger/ledger.service.js';
 import { formatNativeUnits } from '../../domain/money/native.js';
 import { formatMicroUsd } from '../../domain/money/usd.js';
@@ -67,170 +61,91 @@ const NO_MONEY: AccountMoney = {
 };
 
 /**
+ * The SQL call that records one movement (`ledger_record_movement`, migration e): a row source
+ * yielding `movement_id` and `replayed`, to run alone (recordMovement) or as the first part of a
+ * statement that also writes the domain row and the outbox entry (commitPaidWrite). The function
+ * creates a user's ledger account on first use, locks the user rows in id order (no deadlocks),
+ * refuses a debit beyond the locked balance (SQLSTATE LF402, see ledgerRefusal) and writes the
+ * movement and its legs. Here is decided how each leg moves `balance` and `pending`.
+ */
+export function movementCall(
+  movement: MovementInput,
+): RawBuilder<{ movement_id: string; replayed: boolean }> {
+  assertBalanced(movement.legs);
+  const legs = movement.legs.map((leg) => {
+    const amount = leg.amountMicro;
+    const user = leg.account.kind === 'user';
+    const toPending =
+      (movement.pending === 'hold' && amount > 0n) || (movement.pending === 'unhold' && amount < 0n);
+    return {
+      ref: leg.account.kind,
+      accountId: leg.account.kind === 'user' ? leg.account.accountId : null,
+      currency: currencyOf(leg.account),
+      amount,
+      counts: leg.counts,
+      balance: user && !toPending ? amount : 0n,
+      pending: user && toPending ? amount : 0n,
+      spent: user && leg.counts === 'spent' ? -amount : 0n,
+      earned: user && leg.counts === 'earned' ? amount : 0n,
+    };
+  });
+  // bigint arrays go as text: node-postgres writes a JS array of strings as a Postgres array.
+  const bigints = (pick: (leg: (typeof legs)[number]) => bigint) => legs.map((leg) => pick(leg).toString());
+  return sql`ledger_record_movement(
+    ${movement.kind}, ${movement.idempotencyKey ?? null}, ${movement.reverses ?? null}::uuid,
+    ${legs.map((leg) => leg.ref)}::text[], ${legs.map((leg) => leg.accountId)}::uuid[],
+    ${legs.map((leg) => leg.currency)}::text[], ${bigints((leg) => leg.amount)}::bigint[],
+    ${legs.map((leg) => leg.counts)}::text[], ${bigints((leg) => leg.balance)}::bigint[],
+    ${bigints((leg) => leg.pending)}::bigint[], ${bigints((leg) => leg.spent)}::bigint[],
+    ${bigints((leg) => leg.earned)}::bigint[])`;
+}
+
+/** SQLSTATE of ledger_record_movement's refusal: a debit found less money than it takes. */
+const INSUFFICIENT_BALANCE = 'LF402';
+
+/**
+ * The 402 a refused movement answers (USDC in micro-USD, the native token in base units), or
+ * undefined when the error is anything else. Callers rethrow it in place of the database error.
+ */
+export function ledgerRefusal(error: unknown): AppError | undefined {
+  const pgError = error as { code?: string; detail?: string };
+  if (pgError.code !== INSUFFICIENT_BALANCE || !pgError.detail) return undefined;
+  const detail = JSON.parse(pgError.detail) as { currency: Currency; available: string; required: string };
+  const [available, required] = [BigInt(detail.available), BigInt(detail.required)];
+  if (detail.currency === 'native') {
+    // The native variant of the 402: token base units as strings (a 9-decimal amount can pass
+    // 2^53), under names that say the unit.
+    return new AppError(
+      'insufficient_balance',
+      `Insufficient native token balance: ${formatNativeUnits(available)} available, ${formatNativeUnits(required)} required`,
+      { currency: 'native', balanceTokens: available.toString(), requiredTokens: required.toString() },
+    );
+  }
+  return new AppError(
+    'insufficient_balance',
+    `Insufficient balance: $${formatMicroUsd(available)} available, $${formatMicroUsd(required)} required`,
+    { balanceMicro: available.toString(), requiredMicro: required.toString() },
+  );
+}
+
+/**
  * Writes one movement inside the caller's transaction (the unit of work that also writes the
- * domain row and the outbox entry). Legs are applied in ledger-account order so concurrent
- * movements touching the same accounts always lock them in the same order (no deadlocks).
+ * domain row and the outbox entry), in one round trip. A refused debit throws the 402 AppError and
+ * leaves the caller's transaction to roll back.
  */
 export async function recordMovement(
   trx: Transaction<Database>,
   movement: MovementInput,
 ): Promise<{ movementId: string; replayed: boolean }> {
-  assertBalanced(movement.legs);
-  if (movement.idempotencyKey) {
-    const existing = await trx
-      .selectFrom('ledger_movements')
-      .select('id')
-      .where('idempotency_key', '=', movement.idempotencyKey)
-      .executeTakeFirst();
-    if (existing) return { movementId: existing.id, replayed: true };
+  try {
+    const { rows } = await sql<{
+      movement_id: string;
+      replayed: boolean;
+    }>`SELECT movement_id, replayed FROM ${movementCall(movement)}`.execute(trx);
+    return { movementId: rows[0]!.movement_id, replayed: rows[0]!.replayed };
+  } catch (error) {
+    throw ledgerRefusal(error) ?? error;
   }
-  const accountIds = await ledgerAccountIds(
-    trx,
-    movement.legs.map((leg) => leg.account),
-  );
-  const legs = movement.legs.map((leg, k) => ({ ...leg, ledgerAccountId: accountIds[k]! }));
-
-  // Only user rows hold a stored balance (they need the conditional debit). Platform accounts are
-  // credited by nearly every movement: a row update each time would serialise every paid post on
-  // the treasury row's lock, so their balance is the sum of their legs.
-  const userChanges = legs
-    .filter((leg) => leg.account.kind === 'user')
-    .map((leg) => {
-      const amount = leg.amountMicro;
-      const toPending =
-        (movement.pending === 'hold' && amount > 0n) || (movement.pending === 'unhold' && amount < 0n);
-      return {
-        id: leg.ledgerAccountId,
-        balance: toPending ? 0n : amount,
-        pending: toPending ? amount : 0n,
-        spent: leg.counts === 'spent' ? -amount : 0n,
-        earned: leg.counts === 'earned' ? amount : 0n,
-      };
-    });
-  const changes = userChanges.length
-    ? sql.join(
-        userChanges.map(
-          (c) =>
-            sql`(${c.id}::uuid, ${c.balance}::bigint, ${c.pending}::bigint, ${c.spent}::bigint, ${c.earned}::bigint)`,
-        ),
-      )
-    : sql`(NULL::uuid, 0::bigint, 0::bigint, 0::bigint, 0::bigint)`;
-  const legRows = sql.join(
-    legs.map((leg) => sql`(${leg.ledgerAccountId}::uuid, ${leg.amountMicro}::bigint, ${leg.counts})`),
-  );
-  // One statement, one round trip: lock the user rows in id order (concurrent movements touching
-  // the same accounts never deadlock), apply every change only where it keeps the row at or above
-  // zero (the conditional debit), and write the movement and its legs only if every change applied.
-  // A refused change leaves the statement's other changes for the caller's rollback to undo.
-  const { rows } = await sql<{ movement_id: string | null }>`
-    WITH locked AS (
-      SELECT id FROM ledger_accounts
-       WHERE id IN (SELECT id FROM (VALUES ${changes}) AS c (id, balance, pending, spent, earned))
-       ORDER BY id FOR UPDATE
-    ), applied AS (
-      UPDATE ledger_accounts a
-         SET balance = a.balance + c.balance, pending = a.pending + c.pending,
-             total_spent = a.total_spent + c.spent, total_earned = a.total_earned + c.earned
-        FROM (VALUES ${changes}) AS c (id, balance, pending, spent, earned)
-       WHERE a.id = c.id AND a.id IN (SELECT id FROM locked)
-         AND a.balance + c.balance >= 0 AND a.pending + c.pending >= 0
-      RETURNING a.id
-    ), movement AS (
-      INSERT INTO ledger_movements (kind, idempotency_key, reverses_id)
-      SELECT ${movement.kind}, ${movement.idempotencyKey ?? null}, ${movement.reverses ?? null}::uuid
-       WHERE (SELECT count(*) FROM applied) = ${userChanges.length}
-      RETURNING id
-    ), legs AS (
-      INSERT INTO ledger_legs (movement_id, ledger_account_id, amount, counts)
-      SELECT movement.id, l.account, l.amount, l.counts
-        FROM movement, (VALUES ${legRows}) AS l (account, amount, counts)
-    )
-    SELECT (SELECT id FROM movement) AS movement_id`.execute(trx);
-  const movementId = rows[0]?.movement_id;
-  if (movementId) return { movementId, replayed: false };
-
-  // Refused: name the first debit that did not find its money.
-  for (const change of userChanges.filter((c) => c.balance < 0n || c.pending < 0n)) {
-    const { balance, pending, currency } = await trx
-      .selectFrom('ledger_accounts')
-      .select(['balance', 'pending', 'currency'])
-      .where('id', '=', change.id)
-      .executeTakeFirstOrThrow();
-    const required = -(change.balance + change.pending);
-    const available = change.balance < 0n ? balance : pending;
-    if (available >= required) continue;
-    if (currency === 'native') {
-      // The native variant of the 402: token base units as strings (a 9-decimal amount can pass
-      // 2^53), under names that say the unit.
-      throw new AppError(
-        'insufficient_balance',
-        `Insufficient native token balance: ${formatNativeUnits(available)} available, ${formatNativeUnits(required)} required`,
-        { currency, balanceTokens: available.toString(), requiredTokens: required.toString() },
-      );
-    }
-    throw new AppError(
-      'insufficient_balance',
-      `Insufficient balance: $${formatMicroUsd(available)} available, $${formatMicroUsd(required)} required`,
-      { balanceMicro: available.toString(), requiredMicro: required.toString() },
-    );
-  }
-  throw new Error(`ledger movement ${movement.kind} was refused, but no debit lacks money`);
-}
-
-/**
- * The ledger account id of every ref, in one statement when they all exist (the usual case): a
- * user's account in a currency is created on first use (a user's native account appears with
- * their first native movement), the platform kinds are seeded by migration, one per currency.
- */
-async function ledgerAccountIds(
-  trx: Transaction<Database>,
-  refs: readonly LedgerAccountRef[],
-): Promise<string[]> {
-  const keyOf = (ref: LedgerAccountRef) =>
-    `${ref.kind === 'user' ? `user:${ref.accountId}` : ref.kind}:${currencyOf(ref)}`;
-  const userIds = [...new Set(refs.flatMap((ref) => (ref.kind === 'user' ? [ref.accountId] : [])))];
-  const kinds = [...new Set(refs.flatMap((ref) => (ref.kind === 'user' ? [] : [ref.kind])))];
-  const lookUp = async () => {
-    // Every currency of the named users and kinds: at most twice the rows needed, one statement.
-    const rows = await trx
-      .selectFrom('ledger_accounts')
-      .select(['id', 'kind', 'account_id', 'currency'])
-      .where((eb) =>
-        eb.or([
-          ...(userIds.length > 0 ? [eb('account_id', 'in', userIds)] : []),
-          ...(kinds.length > 0 ? [eb.and([eb('account_id', 'is', null), eb('kind', 'in', kinds)])] : []),
-        ]),
-      )
-      .execute();
-    return new Map(
-      rows.map((row) => [`${row.account_id ? `user:${row.account_id}` : row.kind}:${row.currency}`, row.id]),
-    );
-  };
-  let ids = await lookUp();
-  const missingUsers = new Map<string, { accountId: string; currency: Currency }>();
-  for (const ref of refs) {
-    if (ref.kind === 'user' && !ids.has(keyOf(ref)))
-      missingUsers.set(keyOf(ref), { accountId: ref.accountId, currency: currencyOf(ref) });
-  }
-  if (missingUsers.size > 0) {
-    await trx
-      .insertInto('ledger_accounts')
-      .values(
-        [...missingUsers.values()].map(({ accountId, currency }) => ({
-          kind: 'user' as const,
-          account_id: accountId,
-          currency,
-        })),
-      )
-      .onConflict((oc) => oc.columns(['account_id', 'currency']).doNothing())
-      .execute();
-    ids = await lookUp();
-  }
-  return refs.map((ref) => {
-    const id = ids.get(keyOf(ref));
-    if (!id) throw new Error(`no ledger account for ${keyOf(ref)}`);
-    return id;
-  });
 }
 
 /**

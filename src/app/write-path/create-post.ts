@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { PublicKey } from '@solana/web3.js';
 import type { Db } from '../../adapters/postgres/db.js';
-import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
 import type { Keystore, PlatformChain, RpcClient, SignatureWatcher } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
 import type { ChangeSignals } from '../change-signals.js';
 import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
 import { validatePostDraft, type PostType } from '../../domain/posts/post-rules.js';
-import { signUsdcPayment, walletSigner, insertOutboxPayment } from './payment-transaction.js';
+import { commitPaidWrite, signUsdcPayment, walletSigner } from './payment-transaction.js';
 
 export interface WritePathDeps {
   db: Db;
@@ -34,7 +33,7 @@ export interface CreatedPost {
 }
 
 /**
- * A paid post, reply or quote. One Postgres transaction holds the ledger movement (the $1 leaves
+ * A paid post, reply or quote. One Postgres statement commits the ledger movement (the $1 leaves
  * the author at once: a conditional debit, so concurrent posts cannot overspend), the post, the
  * signed Solana transaction in the outbox and the domain event. Nothing is sent here: the payments
  * worker sends from the outbox, so a crash after this commit loses nothing and charges once.
@@ -75,41 +74,42 @@ export async function createPaidPost(
   });
 
   const cost = -legs[0]!.amountMicro;
-  return deps.db.transaction().execute(async (trx) => {
-    const { movementId } = await recordMovement(trx, { kind: 'post', legs, pending: 'hold' });
-    const post = await trx
-      .insertInto('posts')
-      .values({
-        id: postId,
-        author_id: authorId,
-        type: draft.type,
-        content: draft.content,
-        parent_id: draft.type === 'reply' ? (draft.referenceId ?? null) : null,
-        quoted_post_id: draft.type === 'quote' ? (draft.referenceId ?? null) : null,
-        movement_id: movementId,
-      })
-      .returning(['id', 'created_at'])
-      .executeTakeFirstOrThrow();
-    const eventType =
-      draft.type === 'post' ? 'post.created' : draft.type === 'reply' ? 'post.replied' : 'post.quoted';
-    const chainTxId = await insertOutboxPayment(trx, movementId, payment, {
+  const eventType =
+    draft.type === 'post' ? 'post.created' : draft.type === 'reply' ? 'post.replied' : 'post.quoted';
+  const { chainTransactionId, row } = await commitPaidWrite<{ created_at: Date }>(deps.db, {
+    movement: { kind: 'post', legs, pending: 'hold' },
+    row: (movementId) =>
+      deps.db
+        .insertInto('posts')
+        .values({
+          id: postId,
+          author_id: authorId,
+          type: draft.type,
+          content: draft.content,
+          parent_id: draft.type === 'reply' ? (draft.referenceId ?? null) : null,
+          quoted_post_id: draft.type === 'quote' ? (draft.referenceId ?? null) : null,
+          movement_id: movementId,
+        })
+        .returning('created_at'),
+    payment,
+    event: {
       type: eventType,
       actor_id: authorId,
       post_id: postId,
       amount_micro: cost,
       // The post replied to or quoted: analytics count the engagement on it.
       ...(draft.referenceId ? { payload: JSON.stringify({ target_post_id: draft.referenceId }) } : {}),
-    });
-    return {
-      id: post.id,
-      type: draft.type,
-      content: draft.content,
-      authorId,
-      referenceId: draft.referenceId ?? null,
-      createdAt: post.created_at,
-      costMicro: cost,
-      chainTransactionId: chainTxId,
-      swapTx: payment.signature,
-    };
+    },
   });
+  return {
+    id: postId,
+    type: draft.type,
+    content: draft.content,
+    authorId,
+    referenceId: draft.referenceId ?? null,
+    createdAt: row.created_at,
+    costMicro: cost,
+    chainTransactionId,
+    swapTx: payment.signature,
+  };
 }

@@ -10,9 +10,17 @@ import {
   type RpcClient,
   type Signer,
 } from '../../adapters/solana/index.js';
-import type { Insertable, Transaction as DbTransaction } from 'kysely';
+import {
+  sql,
+  type Insertable,
+  type OperationNodeSource,
+  type RawBuilder,
+  type Transaction as DbTransaction,
+} from 'kysely';
 import type { Database, DomainEventsTable } from '../../adapters/postgres/database.js';
 import type { Db } from '../../adapters/postgres/db.js';
+import { ledgerRefusal, movementCall } from '../../adapters/postgres/ledger.repository.js';
+import type { MovementInput } from '../../domain/ledger/ledger.service.js';
 
 /**
  * Unsealed signers of recently active wallets, per keystore. Unsealing costs a query, an AES-GCM
@@ -116,6 +124,17 @@ export async function resignPayment(rpc: RpcClient, wire: Buffer, signers: Signe
   return { ...signed, blockhash, lastValidBlockHeight };
 }
 
+/** The outbox row of a signed payment, paying for the movement `movementId` (an id or SQL). */
+function outboxRow(movementId: string | RawBuilder<string>, payment: SignedPayment) {
+  return {
+    movement_id: movementId,
+    signature: payment.signature,
+    wire: payment.wire,
+    blockhash: payment.blockhash,
+    last_valid_block_height: BigInt(payment.lastValidBlockHeight),
+  };
+}
+
 /**
  * Puts a signed payment in the outbox together with its domain event, inside the caller's
  * transaction (the one that also writes the ledger movement and the domain row), in one statement,
@@ -130,14 +149,43 @@ export async function insertOutboxPayment(
   const row = await trx
     .with('event', (db) => db.insertInto('domain_events').values(event).returning('id'))
     .insertInto('chain_transactions')
-    .values({
-      movement_id: movementId,
-      signature: payment.signature,
-      wire: payment.wire,
-      blockhash: payment.blockhash,
-      last_valid_block_height: BigInt(payment.lastValidBlockHeight),
-    })
+    .values(outboxRow(movementId, payment))
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;
+}
+
+export interface PaidWrite {
+  movement: MovementInput;
+  /** The domain row's INSERT with its RETURNING, given the movement's id as an SQL expression. */
+  row: (movementId: RawBuilder<string>) => OperationNodeSource;
+  payment: SignedPayment;
+  event: Insertable<DomainEventsTable>;
+}
+
+/**
+ * Commits a paid write (post, reply, quote, send) as one statement: the ledger movement (its
+ * conditional debit refuses overspending), the domain row, the signed transaction in the outbox
+ * and the domain event. One statement is one transaction: all of it commits or none does, in one
+ * round trip that holds a pooled connection (and the payer's balance row lock) only while Postgres
+ * works. Returns the outbox row id the worker settles and what the row's INSERT returned.
+ */
+export async function commitPaidWrite<Row>(
+  db: Db,
+  write: PaidWrite,
+): Promise<{ chainTransactionId: string; row: Row }> {
+  // Read from the materialized CTE: the volatile function runs exactly once.
+  const movementId = sql<string>`(SELECT movement_id FROM movement)`;
+  try {
+    const { rows } = await sql<Row & { chain_transaction_id: string }>`
+      WITH movement AS (SELECT movement_id FROM ${movementCall(write.movement)}),
+           domain_row AS (${write.row(movementId)}),
+           event AS (${db.insertInto('domain_events').values(write.event)}),
+           outbox AS (${db.insertInto('chain_transactions').values(outboxRow(movementId, write.payment)).returning('id')})
+      SELECT domain_row.*, (SELECT id FROM outbox) AS chain_transaction_id FROM domain_row`.execute(db);
+    const { chain_transaction_id: chainTransactionId, ...row } = rows[0]!;
+    return { chainTransactionId, row: row as Row };
+  } catch (error) {
+    throw ledgerRefusal(error) ?? error;
+  }
 }

@@ -3,7 +3,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/devstack/free-port.js';
+import { freePort, freePortPair } from '../src/devstack/free-port.js';
 import { createLogger } from '../src/logger.js';
 import { runService, type RunningService } from '../src/service.js';
 import type { RoleName } from '../workers/role.js';
@@ -21,7 +21,7 @@ export async function startBenchService(
   const config = loadConfig({
     DATA_DIR: dataDir,
     PORT: String(await freePort()),
-    LOCALNET_PORT: String(await freePort()),
+    LOCALNET_PORT: String(await freePortPair()),
     REDIS_PREFIX: `bench${randomBytes(4).toString('hex')}`,
     RATE_LIMIT_MULTIPLIER: '0',
     LOG_LEVEL: 'warn',

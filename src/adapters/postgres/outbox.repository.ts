@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
+import type { ChainTransactionsTable } from './database.js';
 import type { Db } from './db.js';
 import { releaseHeldCreditsSql } from './ledger.repository.js';
 
@@ -42,4 +43,18 @@ export async function confirmOutboxPayments(db: Db, rows: readonly OutboxLanding
        WHERE c.id = l.id AND c.status IN ('signed', 'sent') AND c.signature = l.signature
       RETURNING c.movement_id)
     ${releaseHeldCreditsSql(sql`SELECT movement_id FROM moved`)}`.execute(db);
+}
+
+/** Outbox rows by id, in one statement; a missing id has no entry in the map. */
+export async function outboxRows(
+  db: Db,
+  ids: readonly string[],
+): Promise<Map<string, Selectable<ChainTransactionsTable>>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('chain_transactions')
+    .selectAll()
+    .where('id', 'in', [...ids])
+    .execute();
+  return new Map(rows.map((row) => [row.id, row]));
 }

@@ -31,11 +31,7 @@ export async function settlePayment(
   hooks: SettlementHooks = {},
 ): Promise<SettlementStatus> {
   for (let resigns = 0; ; resigns++) {
-    const row = await deps.db
-      .selectFrom('chain_transactions')
-      .selectAll()
-      .where('id', '=', chainTransactionId)
-      .executeTakeFirstOrThrow();
+    const row = await outboxWritesFor(deps.db).read(chainTransactionId);
     if (row.status === 'confirmed' || row.status === 'finalized' || row.status === 'failed')
       return row.status;
     const tx: SignedForSend = {

@@ -1,4 +1,5 @@
-import { Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
+import type { PublicKey } from '@solana/web3.js';
+import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
 import { describe, expect, test } from 'vitest';
 import { compileLegacyMessage } from './message-compiler.js';
 import { buildCreateAtas, buildMintTo, buildTransfer } from './transaction-builder.js';

@@ -6,6 +6,7 @@ import {
   recordMovement,
   releaseHeldCredits,
 } from '../src/adapters/postgres/ledger.repository.js';
+import { commitPaidWrite } from '../src/app/write-path/payment-transaction.js';
 import { AppError } from '../src/domain/errors.js';
 import { paidEngagementLegs, reversalLegs, type Leg } from '../src/domain/ledger/ledger.js';
 import type { LedgerStore } from '../src/domain/ledger/ledger.service.js';
@@ -183,6 +184,86 @@ describe('the ledger', () => {
     await expect(
       sql`UPDATE ledger_accounts SET balance = -1 WHERE account_id = ${payer}`.execute(env.app.db),
     ).rejects.toThrow(/ledger_accounts_non_negative/);
+    await expectLedgerBalanced();
+  });
+
+  test('two legs on one user account are applied together: the debit, the credit and both totals', async () => {
+    const netter = await newAccount('netter_1');
+    await ledger.record(deposit(netter, 5_000_000n, 'deposit-netter'));
+    const before = await ledger.money(netter);
+    await ledger.record({
+      kind: 'earn',
+      legs: [
+        { account: { kind: 'user', accountId: netter }, amountMicro: -3_000_000n, counts: 'spent' },
+        { account: { kind: 'user', accountId: netter }, amountMicro: 1_000_000n, counts: 'earned' },
+        { account: { kind: 'treasury' }, amountMicro: 2_000_000n, counts: 'none' },
+      ],
+    });
+    const after = await ledger.money(netter);
+    expect(after.availableMicro - before.availableMicro).toBe(-2_000_000n);
+    expect(after.totalSpentMicro - before.totalSpentMicro).toBe(3_000_000n);
+    expect(after.totalEarnedMicro - before.totalEarnedMicro).toBe(1_000_000n);
+    // Checked against the locked row as a whole: -3 + 1 of the remaining 3 fits, -4 + 1 does not.
+    await expect(
+      ledger.record({
+        kind: 'earn',
+        legs: [
+          { account: { kind: 'user', accountId: netter }, amountMicro: -5_000_000n, counts: 'spent' },
+          { account: { kind: 'user', accountId: netter }, amountMicro: 1_000_000n, counts: 'earned' },
+          { account: { kind: 'treasury' }, amountMicro: 4_000_000n, counts: 'none' },
+        ],
+      }),
+    ).rejects.toMatchObject({ code: 'insufficient_balance' });
+    expect(await ledger.money(netter)).toEqual(after);
+    await expectLedgerBalanced();
+  });
+
+  test('a paid write is one statement: when its domain row fails, the movement, outbox row and event are not written', async () => {
+    const writer = await newAccount('writer_1');
+    await ledger.record(deposit(writer, 2_000_000n, 'deposit-writer'));
+    const count = async (table: 'ledger_movements' | 'chain_transactions' | 'domain_events') =>
+      Number(
+        (
+          await env.app.db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const before = await Promise.all([
+      count('ledger_movements'),
+      count('chain_transactions'),
+      count('domain_events'),
+    ]);
+    const money = await ledger.money(writer);
+    await expect(
+      commitPaidWrite(env.app.db, {
+        movement: { kind: 'post', legs: paidEngagementLegs(writer, undefined), pending: 'hold' },
+        // A reply to a post that does not exist: the foreign key fails after the movement was recorded.
+        row: (movementId) =>
+          env.app.db
+            .insertInto('posts')
+            .values({
+              author_id: writer,
+              type: 'reply',
+              content: 'to nowhere',
+              parent_id: '00000000-0000-4000-8000-000000000000',
+              movement_id: movementId,
+            })
+            .returning('created_at'),
+        payment: {
+          wire: Buffer.from([1]),
+          signature: `never-sent-${Date.now()}`,
+          blockhash: 'none',
+          lastValidBlockHeight: 0,
+        },
+        event: { type: 'post.replied', actor_id: writer, amount_micro: -1_000_000n },
+      }),
+    ).rejects.toThrow(/foreign key/);
+    expect(
+      await Promise.all([count('ledger_movements'), count('chain_transactions'), count('domain_events')]),
+    ).toEqual(before);
+    expect(await ledger.money(writer)).toEqual(money);
     await expectLedgerBalanced();
   });
 });

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { PublicKey } from '@solana/web3.js';
-import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
 import { MAX_MEMO_BYTES } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
 import { sendLegs } from '../../domain/ledger/ledger.js';
 import { sendChainMemo, validateSendDraft } from '../../domain/sends/send-rules.js';
 import type { WritePathDeps } from './create-post.js';
-import { signUsdcPayment, walletSigner, insertOutboxPayment } from './payment-transaction.js';
+import { commitPaidWrite, signUsdcPayment, walletSigner } from './payment-transaction.js';
 
 export interface CreatedSend {
   id: string;
@@ -21,7 +20,7 @@ export interface CreatedSend {
 
 /**
  * USDC from one user to another, written like a paid post (create-post.ts): one Postgres
- * transaction holds the ledger movement (kind 'send': the sender's conditional debit, counted
+ * statement commits the ledger movement (kind 'send': the sender's conditional debit, counted
  * spent; the recipient's credit, counted neither), the `sends` row, the signed Solana transaction
  * (one transferChecked from the sender's custodial wallet to the recipient's, the platform fee
  * payer paying, a Memo carrying the send id and the memo) in the outbox and the 'send.created'
@@ -66,35 +65,36 @@ export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unkn
     memo,
   });
 
-  return deps.db.transaction().execute(async (trx) => {
-    const { movementId } = await recordMovement(trx, { kind: 'send', legs, pending: 'hold' });
-    const row = await trx
-      .insertInto('sends')
-      .values({
-        id: sendId,
-        sender_id: senderId,
-        recipient_id: recipient.id,
-        amount_micro: draft.amountMicro,
-        memo: draft.memo,
-        movement_id: movementId,
-      })
-      .returning(['created_at'])
-      .executeTakeFirstOrThrow();
-    const chainTxId = await insertOutboxPayment(trx, movementId, payment, {
+  const { chainTransactionId, row } = await commitPaidWrite<{ created_at: Date }>(deps.db, {
+    movement: { kind: 'send', legs, pending: 'hold' },
+    row: (movementId) =>
+      deps.db
+        .insertInto('sends')
+        .values({
+          id: sendId,
+          sender_id: senderId,
+          recipient_id: recipient.id,
+          amount_micro: draft.amountMicro,
+          memo: draft.memo,
+          movement_id: movementId,
+        })
+        .returning('created_at'),
+    payment,
+    event: {
       type: 'send.created',
       actor_id: senderId,
       amount_micro: draft.amountMicro,
       payload: JSON.stringify({ send_id: sendId, recipient_id: recipient.id }),
-    });
-    return {
-      id: sendId,
-      fromHandle: sender.handle,
-      toHandle: recipient.handle,
-      amountMicro: draft.amountMicro,
-      memo: draft.memo,
-      createdAt: row.created_at,
-      chainTransactionId: chainTxId,
-      swapTx: payment.signature,
-    };
+    },
   });
+  return {
+    id: sendId,
+    fromHandle: sender.handle,
+    toHandle: recipient.handle,
+    amountMicro: draft.amountMicro,
+    memo: draft.memo,
+    createdAt: row.created_at,
+    chainTransactionId,
+    swapTx: payment.signature,
+  };
 }

@@ -7,11 +7,11 @@
  * prints one JSON line: the phase's PhaseResult.
  */
 import { spawn } from 'node:child_process';
-import http from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { createJsonPoster } from '../src/adapters/http/post-json.js';
 
 export type LoadPhase =
   | { kind: 'closed'; base: string; keys: string[]; concurrency: number; seconds: number }
@@ -49,42 +49,16 @@ let postCounter = 0;
  * Kept-alive connections, one per client in flight. node:http, not fetch: undici's fetch cost this
  * process ~3 ms of CPU a post, a sixth of the 2-core machine the service is measured on.
  */
-const agent = new http.Agent({ keepAlive: true });
-
-function postJson(url: string, key: string, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          authorization: `Bearer ${key}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-        },
-      },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}
+const poster = createJsonPoster('http:');
 
 export async function postOnce(base: string, key: string, tally: Tally): Promise<void> {
   const started = performance.now();
   let outcome: string;
   try {
-    const response = await postJson(
+    const response = await poster.post(
       `${base}/api/v1/posts`,
-      key,
       JSON.stringify({ type: 'post', content: `bench post #${process.pid}-${postCounter++}` }),
+      { headers: { authorization: `Bearer ${key}` } },
     );
     const body = JSON.parse(response.text) as { id?: string };
     outcome = String(response.status);

@@ -1,5 +1,4 @@
-import http from 'node:http';
-import https from 'node:https';
+import { createJsonPoster } from '../http/post-json.js';
 import { ChainError, classifyRpcFailure, type JsonRpcErrorObject } from './chain-errors.js';
 
 /**
@@ -64,21 +63,18 @@ export const MAX_SIGNATURES_PER_STATUS_CALL = 256;
 export function createRpcClient(url: string, { timeoutMs = 10_000 }: RpcClientOptions = {}): RpcClient {
   let nextId = 1;
 
-  const transport = new URL(url).protocol === 'https:' ? https : http;
   // Kept-alive connections: a status poll every few milliseconds must not open a socket each time.
-  const agent = new transport.Agent({ keepAlive: true });
+  const poster = createJsonPoster(new URL(url).protocol === 'https:' ? 'https:' : 'http:');
 
   /** Posts a body and returns the parsed JSON; throws ChainError for transport and HTTP failures. */
   async function post(body: unknown, what: string): Promise<unknown> {
     let text: string;
     try {
-      const response = await postJson(transport, agent, url, JSON.stringify(body), timeoutMs);
+      const response = await poster.post(url, JSON.stringify(body), { timeoutMs });
       text = response.text;
       if (response.status < 200 || response.status > 299) {
-        throw classifyRpcFailure(
-          { source: 'http', status: response.status, retryAfter: response.retryAfter, body: text },
-          what,
-        );
+        const retryAfter = response.headers['retry-after'] ?? null;
+        throw classifyRpcFailure({ source: 'http', status: response.status, retryAfter, body: text }, what);
       }
     } catch (error) {
       if (error instanceof ChainError) throw error;
@@ -225,45 +221,4 @@ function malformed(what: string, detail: string): ChainError {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** One POST of a JSON body: the status, the Retry-After header and the body text. */
-function postJson(
-  transport: typeof http | typeof https,
-  agent: http.Agent,
-  url: string,
-  body: string,
-  timeoutMs: number,
-): Promise<{ status: number; retryAfter: string | null; text: string }> {
-  return new Promise((resolve, reject) => {
-    const request = transport.request(
-      url,
-      {
-        method: 'POST',
-        agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        signal: AbortSignal.timeout(timeoutMs),
-      },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () =>
-          resolve({
-            status: response.statusCode ?? 0,
-            retryAfter: headerText(response.headers['retry-after']),
-            text,
-          }),
-        );
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
-}
-
-function headerText(value: string | string[] | undefined): string | null {
-  if (value === undefined) return null;
-  return Array.isArray(value) ? (value[0] ?? null) : value;
 }

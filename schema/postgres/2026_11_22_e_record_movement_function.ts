@@ -62,13 +62,18 @@ export async function up(db: Kysely<unknown>): Promise<void> {
                           WHERE a.account_id = l.account_id AND a.currency = l.currency)
       ON CONFLICT (account_id, currency) DO NOTHING;
 
-      SELECT array_agg(a.id ORDER BY l.n) INTO v_ids
-        FROM unnest(p_refs, p_account_ids, p_currencies) WITH ORDINALITY AS l (ref, account_id, currency, n)
-        JOIN ledger_accounts a
-          ON a.currency = l.currency
-         AND CASE WHEN l.ref = 'user' THEN a.account_id = l.account_id
-                  ELSE a.account_id IS NULL AND a.kind = l.ref END;
-      IF coalesce(cardinality(v_ids), 0) <> cardinality(p_refs) THEN
+      -- One index lookup per leg: (account_id, currency) for a user, the platform kinds' partial
+      -- unique index for the others.
+      SELECT array_agg(
+               CASE WHEN l.ref = 'user'
+                    THEN (SELECT a.id FROM ledger_accounts a
+                           WHERE a.account_id = l.account_id AND a.currency = l.currency)
+                    ELSE (SELECT a.id FROM ledger_accounts a
+                           WHERE a.account_id IS NULL AND a.kind = l.ref AND a.currency = l.currency)
+               END ORDER BY l.n)
+        INTO v_ids
+        FROM unnest(p_refs, p_account_ids, p_currencies) WITH ORDINALITY AS l (ref, account_id, currency, n);
+      IF v_ids IS NULL OR array_position(v_ids, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'ledger movement %: a leg names no ledger account', p_kind;
       END IF;
 

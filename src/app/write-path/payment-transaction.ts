@@ -174,11 +174,11 @@ export async function commitPaidWrite<Row>(
   db: Db,
   write: PaidWrite,
 ): Promise<{ chainTransactionId: string; row: Row }> {
-  // Read from the materialized CTE: the volatile function runs exactly once.
+  // Every part reads the id from the materialized CTE: the function runs exactly once.
   const movementId = sql<string>`(SELECT movement_id FROM movement)`;
   try {
     const { rows } = await sql<Row & { chain_transaction_id: string }>`
-      WITH movement AS (SELECT movement_id FROM ${movementCall(write.movement)}),
+      WITH movement AS MATERIALIZED (SELECT movement_id FROM ${movementCall(write.movement)}),
            domain_row AS (${write.row(movementId)}),
            event AS (${db.insertInto('domain_events').values(write.event)}),
            outbox AS (${db.insertInto('chain_transactions').values(outboxRow(movementId, write.payment)).returning('id')})

@@ -34,6 +34,7 @@ import type { RunningService } from '../src/service.js';
 import { intSetting } from './bench-settings.js';
 import { newTally, postOnce, runLoadPhase } from './write-path-load.js';
 import { runBench, startBenchService } from './bench-service.js';
+import { cpuTimes, describeCpu } from './machine-cpu.js';
 
 const TARGET_CONFIRMED_PER_SECOND = 300;
 const TARGET_P99_MS = 250;
@@ -270,6 +271,7 @@ async function main(): Promise<number> {
     // The load runs in a child process, as clients would: its HTTP client is not on the
     // service's event loop.
     const keys = members.map((m) => m.key);
+    const cpuAtStart = cpuTimes();
     const throughput = await runLoadPhase({
       kind: 'closed',
       base,
@@ -277,6 +279,7 @@ async function main(): Promise<number> {
       concurrency: settings.concurrency,
       seconds: settings.seconds,
     });
+    const cpuDuringThroughput = describeCpu(cpuAtStart, cpuTimes());
     const throughputSettled = await waitSettled(service, throughput.tally.postIds);
     const latency = await runLoadPhase({
       kind: 'open',
@@ -322,6 +325,7 @@ async function main(): Promise<number> {
         `  latency p50 ${percentile(t.latenciesMs, 50).toFixed(0)} ms, p99 ${percentile(t.latenciesMs, 99).toFixed(0)} ms;` +
         ` ${throughputSettled.confirmed} confirmed on chain ${confirmedSeconds.toFixed(1)} s after the start`,
     );
+    console.log(`   ${cpuDuringThroughput}`);
     console.log(
       `   ${mark(throughputOk)} ${confirmedPerSecond.toFixed(0).padStart(6)} confirmed paid posts/s   target >= ${TARGET_CONFIRMED_PER_SECOND}`,
     );

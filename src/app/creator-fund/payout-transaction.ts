@@ -1,13 +1,7 @@
 import type { PublicKey } from '@solana/web3.js';
-import {
-  associatedTokenAccount,
-  buildTransfer,
-  signTransaction,
-  type PlatformChain,
-  type RpcClient,
-} from '../../adapters/solana/index.js';
+import { associatedTokenAccount, type PlatformChain, type RpcClient } from '../../adapters/solana/index.js';
 import { maxTransfersPerBatch } from '../../domain/payouts/payout-batches.js';
-import type { SignedPayment } from '../write-path/payment-transaction.js';
+import { signTransfer, type SignedPayment } from '../write-path/payment-transaction.js';
 
 /**
  * Longest memo a payout transaction carries (`ledgerfeed:fund:<epoch start ISO>:<batch>` is ~45
@@ -30,16 +24,13 @@ export function payoutMemo(epochStart: Date, batchIndex: number): string {
  * Recipients' native token accounts exist (every custodial wallet gets both at creation). Signing
  * throws if the bytes exceed the 1232-byte limit, which the batch size rules out.
  */
-export async function signPayoutBatch(
+export function signPayoutBatch(
   rpc: RpcClient,
   platform: PlatformChain,
   recipients: ReadonlyArray<{ owner: PublicKey; amount: bigint }>,
   memo: string,
 ): Promise<SignedPayment> {
-  const { blockhash, lastValidBlockHeight } = await rpc.getLatestBlockhash('confirmed');
-  const tx = buildTransfer({
-    feePayer: platform.signers.fee_payer.publicKey,
-    recentBlockhash: blockhash,
+  return signTransfer(rpc, platform, {
     legs: recipients.map(({ owner, amount }) => ({
       mint: platform.nativeMint,
       decimals: platform.nativeDecimals,
@@ -48,9 +39,8 @@ export async function signPayoutBatch(
       amount,
     })),
     memo,
+    signers: [platform.signers.creator_fund],
   });
-  const signed = signTransaction(tx, [platform.signers.fee_payer, platform.signers.creator_fund]);
-  return { ...signed, blockhash, lastValidBlockHeight };
 }
 
 /** The creator fund's native token balance on chain (base units; 0 when it has no account). */

@@ -1,21 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
-import {
-  buildTransfer,
-  signTransaction,
-  USDC_DECIMALS,
-  type PlatformChain,
-  type Signer,
-} from '../../adapters/solana/index.js';
+import { USDC_DECIMALS, type PlatformChain, type Signer } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
 import { formatMicroUsd } from '../../domain/money/usd.js';
 import { quoteSellNative, type SwapQuote } from '../../domain/swap/constant-product.js';
 import { swapLegs } from '../../domain/swap/swap-legs.js';
 import { parseAmountTokens, validateSwapDraft } from '../../domain/swap/swap-rules.js';
 import { awaitPayment, type AwaitedPayment, type AwaitPaymentDeps } from '../write-path/await-payment.js';
-import { insertOutboxPayment, walletSigner, type SignedPayment } from '../write-path/payment-transaction.js';
+import {
+  commitPaidWrite,
+  signTransfer,
+  walletSigner,
+  type SignedPayment,
+} from '../write-path/payment-transaction.js';
 import { withPoolLock } from './pool-lock.js';
 import { readPoolReserves } from './pool-reserves.js';
 
@@ -85,26 +83,28 @@ export async function swapToUsdc(
     }
     const swapId = randomUUID();
     const payment = await signSwap(deps, platform, user, quote, swapId);
-    const { chainTransactionId } = await deps.db.transaction().execute(async (trx) => {
-      const { movementId } = await recordMovement(trx, {
+    const { chainTransactionId } = await commitPaidWrite(deps.db, {
+      movement: {
         kind: 'swap',
         legs: swapLegs(accountId, quote.amountTokens, quote.amountUsdcMicro),
         pending: 'hold',
-      });
-      await trx
-        .insertInto('swaps')
-        .values({
-          id: swapId,
-          account_id: accountId,
-          amount_tokens: quote.amountTokens,
-          fee_tokens: quote.feeTokens,
-          amount_usdc: quote.amountUsdcMicro,
-          reserve_native_before: quote.reservesBefore.nativeUnits,
-          reserve_usdc_before: quote.reservesBefore.usdcMicro,
-          movement_id: movementId,
-        })
-        .execute();
-      const id = await insertOutboxPayment(trx, movementId, payment, {
+      },
+      row: (movementId) =>
+        deps.db
+          .insertInto('swaps')
+          .values({
+            id: swapId,
+            account_id: accountId,
+            amount_tokens: quote.amountTokens,
+            fee_tokens: quote.feeTokens,
+            amount_usdc: quote.amountUsdcMicro,
+            reserve_native_before: quote.reservesBefore.nativeUnits,
+            reserve_usdc_before: quote.reservesBefore.usdcMicro,
+            movement_id: movementId,
+          })
+          .returning('id'),
+      payment,
+      event: {
         type: 'swap.created',
         actor_id: accountId,
         amount_micro: quote.amountUsdcMicro,
@@ -113,8 +113,7 @@ export async function swapToUsdc(
           amount_tokens: quote.amountTokens.toString(),
           fee_tokens: quote.feeTokens.toString(),
         }),
-      });
-      return { chainTransactionId: id };
+      },
     });
     // Waits for 'sent' (executed) up to WRITE_TIMEOUT_MS. Past it the lock is released anyway:
     // the next swap's previousSwapsExecuted() waits for this row before reading reserves.
@@ -151,10 +150,7 @@ async function signSwap(
   swapId: string,
 ): Promise<SignedPayment> {
   const pool = platform.signers.pool_authority;
-  const { blockhash, lastValidBlockHeight } = await deps.rpc.getLatestBlockhash('confirmed');
-  const tx = buildTransfer({
-    feePayer: platform.signers.fee_payer.publicKey,
-    recentBlockhash: blockhash,
+  return signTransfer(deps.rpc, platform, {
     legs: [
       {
         mint: platform.nativeMint,
@@ -172,9 +168,8 @@ async function signSwap(
       },
     ],
     memo: `ledgerfeed:swap:${swapId}`,
+    signers: [user, pool],
   });
-  const signed = signTransaction(tx, [platform.signers.fee_payer, user, pool]);
-  return { ...signed, blockhash, lastValidBlockHeight };
 }
 
 /**

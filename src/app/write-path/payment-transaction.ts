@@ -9,6 +9,7 @@ import {
   type PlatformChain,
   type RpcClient,
   type Signer,
+  type TransferLeg,
 } from '../../adapters/solana/index.js';
 import {
   sql,
@@ -88,15 +89,12 @@ export interface SignedPayment {
  * One atomic USDC transaction: every leg from the payer's wallet, a Memo, the platform fee payer
  * paying SOL. Signed here; sent later by the payments worker from the outbox.
  */
-export async function signUsdcPayment(
+export function signUsdcPayment(
   rpc: RpcClient,
   platform: PlatformChain,
   payment: UsdcPayment,
 ): Promise<SignedPayment> {
-  const { blockhash, lastValidBlockHeight } = await recentBlockhash(rpc);
-  const tx = buildTransfer({
-    feePayer: platform.signers.fee_payer.publicKey,
-    recentBlockhash: blockhash,
+  return signTransfer(rpc, platform, {
     legs: payment.to.map(({ owner, amountMicro }) => ({
       mint: platform.usdcMint,
       decimals: USDC_DECIMALS,
@@ -105,8 +103,28 @@ export async function signUsdcPayment(
       amount: amountMicro,
     })),
     memo: payment.memo,
+    signers: [payment.from],
   });
-  const signed = signTransaction(tx, [platform.signers.fee_payer, payment.from]);
+}
+
+/**
+ * Any platform money move's transaction (a USDC payment, a swap, a creator-fund batch): the legs
+ * in order, a Memo, the platform fee payer paying SOL and signing with `signers` (every wallet a
+ * leg takes tokens from), under a recent blockhash.
+ */
+export async function signTransfer(
+  rpc: RpcClient,
+  platform: PlatformChain,
+  transfer: { legs: TransferLeg[]; memo: string; signers: Signer[] },
+): Promise<SignedPayment> {
+  const { blockhash, lastValidBlockHeight } = await recentBlockhash(rpc);
+  const tx = buildTransfer({
+    feePayer: platform.signers.fee_payer.publicKey,
+    recentBlockhash: blockhash,
+    legs: transfer.legs,
+    memo: transfer.memo,
+  });
+  const signed = signTransaction(tx, [platform.signers.fee_payer, ...transfer.signers]);
   return { ...signed, blockhash, lastValidBlockHeight };
 }
 
@@ -164,7 +182,7 @@ export interface PaidWrite {
 }
 
 /**
- * Commits a paid write (post, reply, quote, send) as one statement: the ledger movement (its
+ * Commits a paid write (post, reply, quote, send, swap) as one statement: the ledger movement (its
  * conditional debit refuses overspending), the domain row, the signed transaction in the outbox
  * and the domain event. One statement is one transaction: all of it commits or none does, in one
  * round trip that holds a pooled connection (and the payer's balance row lock) only while Postgres

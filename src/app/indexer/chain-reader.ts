@@ -87,7 +87,7 @@ export async function fetchTransactions(
 }
 
 /** Net change of `mint` per owner in a fetched transaction. */
-export function usdcDeltas(tx: FetchedTransaction, mint: string): Map<string, bigint> {
+export function tokenDeltas(tx: FetchedTransaction, mint: string): Map<string, bigint> {
   const deltas = new Map<string, bigint>();
   for (const movement of tx.movements) {
     if (movement.mint !== mint) continue;

@@ -12,7 +12,7 @@ import { clickhouseTime } from './event-shipper.js';
 import {
   fetchTransactions,
   recordTransactions,
-  usdcDeltas,
+  tokenDeltas,
   type FetchedTransaction,
 } from './chain-reader.js';
 
@@ -218,8 +218,8 @@ const deltaKey = (currency: string, owner: string) =>
 
 /** What the chain moved: the USDC mint's deltas per owner, and the native mint's under their keys. */
 function chainDeltas(tx: FetchedTransaction, platform: PlatformChain): Map<string, bigint> {
-  const deltas = usdcDeltas(tx, platform.usdcMint.toBase58());
-  for (const [owner, amount] of usdcDeltas(tx, platform.nativeMint.toBase58())) {
+  const deltas = tokenDeltas(tx, platform.usdcMint.toBase58());
+  for (const [owner, amount] of tokenDeltas(tx, platform.nativeMint.toBase58())) {
     addDelta(deltas, deltaKey('native', owner), amount);
   }
   return deltas;

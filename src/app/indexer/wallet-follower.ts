@@ -13,7 +13,7 @@ import type { LedgerStore } from '../../domain/ledger/ledger.service.js';
 import {
   fetchTransactions,
   recordTransactions,
-  usdcDeltas,
+  tokenDeltas,
   withBackoff,
   type FetchedTransaction,
 } from './chain-reader.js';
@@ -224,7 +224,7 @@ async function judgeSignatures(
     if (!tx) throw new Error(`transaction ${signature} was listed but getTransaction found nothing`);
     transactions.push(tx);
     if (tx.err !== null) continue; // landed with an error: no token balance changed
-    const verdict = judge(usdcDeltas(tx, mint), wallets);
+    const verdict = judge(tokenDeltas(tx, mint), wallets);
     if (verdict.kind === 'deposit') {
       const { replayed } = await creditDeposit(deps.ledger, signature, verdict.credits);
       if (!replayed) outcome.deposits++;

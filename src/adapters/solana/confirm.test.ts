@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { confirmMany, sendAndConfirm, type SignedForSend } from './confirm.js';
@@ -279,6 +280,28 @@ describe('the shared signature watcher', () => {
       const started = Date.now();
       await expect(watcher.watch(tx('P'), 'processed')).resolves.toMatchObject({ ok: true, signature: 'P' });
       expect(Date.now() - started).toBeLessThan(500);
+    } finally {
+      watcher.close();
+    }
+  });
+
+  test('new processed watches get their first look at once, together, while older ones wait for processedPollMs', async () => {
+    const watcher = createSignatureWatcher(rpc, { pollMs: 5_000, processedPollMs: 600, resend: false });
+    try {
+      // 'OLD' stays unseen: after its first look the loop waits processedPollMs before the next.
+      peer.scripts.set('OLD', [null]);
+      const old = watcher.watch(tx('OLD'), 'processed');
+      while (!peer.requests.some((r) => r.includes('getSignatureStatuses'))) await sleep(5);
+      peer.requests.length = 0;
+      for (const s of ['N1', 'N2', 'N3']) peer.scripts.set(s, [at('processed')]);
+      const started = Date.now();
+      const fresh = await Promise.all(['N1', 'N2', 'N3'].map((s) => watcher.watch(tx(s), 'processed')));
+      expect(fresh.every((outcome) => outcome.ok)).toBe(true);
+      expect(Date.now() - started).toBeLessThan(300);
+      // The burst shared one status call (with OLD in it), not one each.
+      expect(peer.requests.filter((r) => r[0] === 'getSignatureStatuses')).toHaveLength(1);
+      peer.scripts.set('OLD', [at('processed')]);
+      await expect(old).resolves.toMatchObject({ ok: true });
     } finally {
       watcher.close();
     }

@@ -46,6 +46,12 @@ export interface WatcherOptions {
    * a transaction within milliseconds of receiving it. @defaultValue 10
    */
   readonly processedPollMs?: number;
+  /**
+   * How soon a new `processed` watch gets its first look, in ms. Watches usually arrive in bursts
+   * (one batched send settles many), so one status call soon after a burst covers all of it; on a
+   * node that executes on receipt, most are already there. @defaultValue 1
+   */
+  readonly firstLookMs?: number;
   /** Re-send the bytes of a transaction not seen yet (validators drop under load). @defaultValue true */
   readonly resend?: boolean;
   /** Between two re-sends of one transaction, in ms. @defaultValue 2_000 */
@@ -85,10 +91,12 @@ interface Watch {
   readonly commitment: Commitment;
   readonly settle: (outcome: ConfirmOutcome) => void;
   lastSentAt: number;
+  /** Whether a status poll has looked for it yet. */
+  looked: boolean;
 }
 
 export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions = {}): SignatureWatcher {
-  const { pollMs = 100, processedPollMs = 10, resend = true, resendMs = 2_000 } = options;
+  const { pollMs = 100, processedPollMs = 10, firstLookMs = 1, resend = true, resendMs = 2_000 } = options;
   const watches = new Set<Watch>();
   let polling = false;
   let closed = false;
@@ -106,11 +114,11 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
       // Re-arms the one timer earlier; once done, it no longer belongs to the loop's wait.
       const shorten = () => {
         if (!hurriable) return;
-        const at = Date.now() + processedPollMs;
+        const at = Date.now() + firstLookMs;
         if (at >= soonest) return;
         soonest = at;
         clearTimeout(timer);
-        timer = setTimeout(done, processedPollMs);
+        timer = setTimeout(done, firstLookMs);
       };
       hurry = shorten;
     });
@@ -194,7 +202,8 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
         // A backoff (the node asked to wait) is kept; otherwise a client waiting shortens the wait.
         const backingOff = waitMs > pollMs;
         const urgentNow = !backingOff && [...watches].some(urgent);
-        await waitFor(urgentNow ? processedPollMs : waitMs, !backingOff);
+        const unlooked = urgentNow && [...watches].some((w) => urgent(w) && !w.looked);
+        await waitFor(unlooked ? firstLookMs : urgentNow ? processedPollMs : waitMs, !backingOff);
         waitMs = pollMs;
         // Every watch once per pollMs; in between, only those a client is waiting on.
         const full = Date.now() >= fullRoundAt;
@@ -217,6 +226,7 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
           lastSuccessAt = Date.now();
           const expired: Watch[] = [];
           round.forEach((watch, k) => {
+            watch.looked = true;
             const status = statuses[k] ?? null;
             if (status !== null) settleStatus(watch, status);
             else if (height !== undefined && height > watch.item.lastValidBlockHeight) expired.push(watch);
@@ -260,7 +270,7 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
           settle(failure(item, new ChainError('rpc_unavailable', 'the signature watcher is closed')));
           return;
         }
-        const watch: Watch = { item, commitment, settle, lastSentAt: Date.now() };
+        const watch: Watch = { item, commitment, settle, lastSentAt: Date.now(), looked: false };
         watches.add(watch);
         if (!polling) void poll();
         else if (urgent(watch)) hurry?.();

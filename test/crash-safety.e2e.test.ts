@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { PublicKey } from '@solana/web3.js';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
@@ -108,10 +109,29 @@ describe('payments worker crash safety', { timeout: 180_000 }, () => {
     const author = await funded('crash_b', 3_000_000n);
     const worker = await startWorker();
     const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'sent, unrecorded' });
-    await env.app.payments.enqueue(post.chainTransactionId);
-    // The moment the transaction is on chain but the outbox row still says 'signed'.
-    await until(async () => (await env.app.rpc.getSignatureStatuses([post.swapTx]))[0] !== null, 'the send');
-    await kill(worker);
+    // The moment the transaction is on chain but the outbox row still says 'signed': the worker
+    // sees it executed within milliseconds, so its write of 'sent' is held on this row lock
+    // until the kill (and the statement it left waiting is ended with it).
+    const locker = new pg.Client({ connectionString: env.config.DATABASE_URL });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT id FROM chain_transactions WHERE id = $1 FOR UPDATE', [
+        post.chainTransactionId,
+      ]);
+      await env.app.payments.enqueue(post.chainTransactionId);
+      await until(
+        async () => (await env.app.rpc.getSignatureStatuses([post.swapTx]))[0] !== null,
+        'the send',
+      );
+      await kill(worker);
+      await locker.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))',
+      );
+      await locker.query('ROLLBACK');
+    } finally {
+      await locker.end();
+    }
     expect(await statusOf(post.chainTransactionId)).toBe('signed');
 
     const restarted = await startWorker();

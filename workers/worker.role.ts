@@ -8,7 +8,14 @@ import type { RunningRole } from './role.js';
 /** A BullMQ queue served by the worker role. */
 export interface QueueProcessor {
   queue: string;
+  /** Jobs in progress at once in this process, over all its fetchers. */
   concurrency: number;
+  /**
+   * BullMQ Workers serving the queue in this process (default 1), sharing `concurrency`. A Worker
+   * fetches its jobs one Redis round trip after another, so under a steady stream of short-lived
+   * hand-offs one fetch loop becomes a queue of its own: several fetch in parallel.
+   */
+  fetchers?: number;
   process: Processor;
   /** Lock and stall settings: how fast a job held by a crashed worker is picked up again. */
   lock?: { lockDuration: number; stalledInterval: number; maxStalledCount: number };
@@ -17,24 +24,30 @@ export interface QueueProcessor {
 }
 
 /**
- * The worker role: one BullMQ Worker per registered queue, on a dedicated blocking connection.
+ * The worker role: BullMQ Workers for every registered queue (one each unless it asks for more
+ * fetchers), sharing one command connection; BullMQ gives each its own blocking connection.
  * The write-path issues register their processors (payments, payouts, events) in `processors`.
  */
 export async function startWorkerRole(app: App, processors: readonly QueueProcessor[]): Promise<RunningRole> {
   const log = app.logger.child({ role: 'worker' });
   const connection = createRedis(app.stack.redis.url, 'worker');
-  const workers = processors.map((p) => {
-    const worker = new Worker(p.queue, p.process, {
-      connection,
-      prefix: app.config.REDIS_PREFIX,
-      concurrency: p.concurrency,
-      ...p.lock,
+  const workers = processors.flatMap((p) => {
+    const fetchers = p.fetchers ?? 1;
+    return Array.from({ length: fetchers }, (_, k) => {
+      const worker = new Worker(p.queue, p.process, {
+        // Shown as the job's processedBy (bull-board): which fetcher ran it.
+        name: `${p.queue}-${k + 1}`,
+        connection,
+        prefix: app.config.REDIS_PREFIX,
+        concurrency: Math.ceil(p.concurrency / fetchers),
+        ...p.lock,
+      });
+      worker.on('failed', (job, error) =>
+        log.warn({ queue: p.queue, jobId: job?.id, err: error }, 'job failed'),
+      );
+      worker.on('error', (error) => log.error({ queue: p.queue, err: error }, 'worker error'));
+      return worker;
     });
-    worker.on('failed', (job, error) =>
-      log.warn({ queue: p.queue, jobId: job?.id, err: error }, 'job failed'),
-    );
-    worker.on('error', (error) => log.error({ queue: p.queue, err: error }, 'worker error'));
-    return worker;
   });
   for (const p of processors) {
     const resumed = (await p.resume?.()) ?? 0;
@@ -45,7 +58,10 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
   return {
     name: 'worker',
     summary: [
-      ...processors.map((p) => `queue ${p.queue} (concurrency ${p.concurrency})`),
+      ...processors.map(
+        (p) =>
+          `queue ${p.queue} (concurrency ${p.concurrency}${p.fetchers ? `, ${p.fetchers} fetchers` : ''})`,
+      ),
       'event shipper: domain events and ledger legs to ClickHouse',
       `trending snapshot: rebuilt every ${TRENDING_REBUILD_MS / 1000} s`,
     ],

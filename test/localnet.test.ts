@@ -15,6 +15,7 @@ import {
   type Signer,
 } from '@solana/web3.js';
 import * as spl from '@solana/spl-token';
+import bs58 from 'bs58';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startLocalnet, type Localnet } from '../src/localnet/localnet.js';
 
@@ -122,8 +123,9 @@ describe('the localnet through web3.js and spl-token', () => {
     expect(instructions[1]).toMatchObject({ program: 'spl-memo', parsed: 'post 42' });
   });
 
-  test('a failing transfer is refused with its error and logs, and moves nothing', async () => {
+  test('a failing transfer is refused with its error and logs, and moves nothing, not even its fee', async () => {
     const before = (await spl.getAccount(connection, aliceAta)).amount;
+    const lamportsBefore = await connection.getBalance(payer.publicKey);
     const tx = await signed(
       [spl.createTransferCheckedInstruction(aliceAta, mint, bobAta, alice.publicKey, 10n ** 12n, 6)],
       [payer, alice],
@@ -136,6 +138,13 @@ describe('the localnet through web3.js and spl-token', () => {
     expect((error as SendTransactionError).message).toMatch(/custom program error: 0x1/);
     expect((error as SendTransactionError).logs?.join('\n')).toMatch(/Tokenkeg/);
     expect((await spl.getAccount(connection, aliceAta)).amount).toBe(before);
+    expect(await connection.getBalance(payer.publicKey)).toBe(lamportsBefore);
+    const signature = bs58.encode(tx.signatures[0]!.signature!);
+    expect((await connection.getSignatureStatuses([signature])).value[0]).toBeNull();
+    // Nothing remembers the refused bytes: sent again without preflight, they land (and fail).
+    await connection.sendRawTransaction(tx.serialize(), { skipPreflight: true });
+    expect((await waitForStatus(signature))?.err).toEqual({ InstructionError: [0, { Custom: 1 }] });
+    expect(lamportsBefore - (await connection.getBalance(payer.publicKey))).toBe(10_000);
   });
 
   test('without preflight a failing transaction lands with its error and still pays its fee', async () => {

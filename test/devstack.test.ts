@@ -22,8 +22,11 @@ describe('embedded Postgres', () => {
     const first = await startEmbeddedPostgres({ dir, database: 'app', persistent: true });
     expect(first.source).toBe('embedded');
     expect(new URL(first.url).pathname).toBe('/app');
+    // Through the Unix socket in the cluster folder, not loopback TCP.
+    expect(new URL(first.url).searchParams.get('host')).toBe(dir);
     let client = new pg.Client({ connectionString: first.url });
     await client.connect();
+    expect((await client.query('SELECT inet_server_addr() AS addr')).rows).toEqual([{ addr: null }]);
     await client.query('CREATE TABLE kept (v text); INSERT INTO kept VALUES ($$still here$$)');
     await client.end();
     await first.stop();

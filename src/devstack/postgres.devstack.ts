@@ -42,6 +42,7 @@ const STOP_TIMEOUT_MS = 10_000;
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<ServiceHandle> {
   const port = await freePort();
+  const socketDir = unixSocketDir(options.dir, port);
   const log = new LogTail();
   const server = new EmbeddedPostgres({
     databaseDir: options.dir,
@@ -51,7 +52,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     persistent: options.persistent,
     createPostgresUser: true,
     // Only local connections: a dev database with a known password must not face the network.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      ...(socketDir ? ['-c', `unix_socket_directories=${socketDir}`] : []),
+    ],
     onLog: log.push,
     onError: log.push,
   });
@@ -72,10 +77,32 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   await ensureDatabase(`${baseUrl}/postgres`, options.database);
 
   return {
-    url: `${baseUrl}/${options.database}`,
+    // The service talks to its embedded Postgres over the Unix socket: on loopback TCP every
+    // query's write also runs the kernel's TCP receive path for the server (measured: +7% paid
+    // posts/s in the write-path bench, 337 vs 314 mean over three alternating pairs). TCP on
+    // 127.0.0.1 stays open for psql and other tools.
+    // (`host` in the query names the socket's folder, for pg and libpq alike; the URL stays one
+    // that WHATWG URL parsing accepts.)
+    url: socketDir
+      ? `postgres://${USER}:${PASSWORD}@localhost:${port}/${options.database}?host=${encodeURIComponent(socketDir)}`
+      : `${baseUrl}/${options.database}`,
     source: 'embedded',
     stop: () => stopServer(server, options.dir),
   };
+}
+
+/** Longest Unix socket path the kernel takes (sun_path is 108 bytes with its terminating NUL). */
+const MAX_SOCKET_PATH = 107;
+
+/**
+ * The cluster folder, as the folder of the server's Unix socket: where nothing else puts files and
+ * where it goes away with the cluster. None on Windows, or when the socket's path would be too long
+ * (a deep DATA_DIR): then TCP only.
+ */
+export function unixSocketDir(dir: string, port: number): string | undefined {
+  if (process.platform === 'win32') return undefined;
+  const absolute = path.resolve(dir);
+  return path.join(absolute, `.s.PGSQL.${port}`).length <= MAX_SOCKET_PATH ? absolute : undefined;
 }
 
 /** Creates `database` on the server at `adminUrl` unless it exists. */

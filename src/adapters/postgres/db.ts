@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Database } from './database.js';
+import { preparingPool } from './prepared-statements.js';
 
 const INT8_OID = 20;
 
@@ -46,5 +47,7 @@ export function createPool(url: string, options: DbOptions = {}): pg.Pool {
 }
 
 export function createDb(url: string, options: DbOptions = {}): Db {
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: createPool(url, options) }) });
+  return new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: preparingPool(createPool(url, options)) }),
+  });
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config/index.js';
 import { freePort, freePortPair } from '../src/devstack/free-port.js';
 import { createLogger } from '../src/logger.js';
@@ -11,7 +12,8 @@ import type { RoleName } from '../workers/role.js';
 /**
  * The real service for a benchmark, as `npm start` runs it on the embedded stack: a fresh temporary
  * DATA_DIR, free ports, a Redis prefix of its own, rate limits off. `stop` stops it and deletes the
- * folder.
+ * folder and, on a shared Redis, the keys under its prefix (a write-path run leaves ~5,000: its
+ * completed jobs are kept a day).
  */
 export async function startBenchService(
   roles: RoleName[],
@@ -30,10 +32,25 @@ export async function startBenchService(
   return {
     service,
     stop: async () => {
+      const redis = service.app.stack.redis;
       await service.stop();
       await rm(dataDir, { recursive: true, force: true }).catch(() => {});
+      if (redis.source !== 'embedded') await deleteKeys(redis.url, `${config.REDIS_PREFIX}:*`);
     },
   };
+}
+
+async function deleteKeys(url: string, pattern: string): Promise<void> {
+  const client = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    for await (const keys of client.scanStream({ match: pattern, count: 1_000 }) as AsyncIterable<string[]>) {
+      if (keys.length > 0) await client.unlink(...keys);
+    }
+  } catch (error) {
+    console.error(`could not delete the bench's Redis keys (${pattern}): ${String(error)}`);
+  } finally {
+    client.disconnect();
+  }
 }
 
 /** Runs a benchmark's main and sets the exit code it returns (1 on a throw). */

@@ -38,12 +38,19 @@ test('a prepared select * whose table gained a column runs again, with the new c
     db
       .selectFrom('prep_probe' as never)
       .selectAll()
+      .where(sql.ref('id'), '>', 0)
       .execute();
   expect(await read()).toEqual([{ id: 1 }]);
   // Postgres refuses to run the old plan now ("cached plan must not change result type").
   await sql`ALTER TABLE prep_probe ADD COLUMN note text DEFAULT 'added'`.execute(db);
   expect(await read()).toEqual([{ id: 1, note: 'added' }]);
   expect(await read()).toEqual([{ id: 1, note: 'added' }]);
+});
+
+test('a statement without parameters runs as a plain query: several commands in one text work', async () => {
+  await sql`CREATE TABLE prep_multi (id int); INSERT INTO prep_multi VALUES (7)`.execute(db);
+  expect((await sql<{ id: number }>`SELECT id FROM prep_multi`.execute(db)).rows).toEqual([{ id: 7 }]);
+  expect((await preparedHere()).some((p) => p.statement.includes('prep_multi'))).toBe(false);
 });
 
 test('past the per-connection cap, further statements still run, unprepared', async () => {

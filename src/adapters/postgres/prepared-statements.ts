@@ -33,8 +33,8 @@ function nameOf(sql: string): string {
 }
 
 /**
- * Kysely's pool over `pool`, running each SQL text as a named prepared statement on its
- * connection: Postgres parses, rewrites and plans it once per connection instead of on every
+ * Kysely's pool over `pool`, running each SQL text that has parameters as a named prepared
+ * statement on its connection: Postgres parses, rewrites and plans it once per connection instead of on every
  * execution. A paid post's one statement (a ledger function call and four inserts) spent about a
  * sixth of its Postgres CPU there (measured under the write-path bench: backends 42% -> 35% of a
  * core at the same rate).
@@ -59,7 +59,10 @@ function preparingClient(client: pg.PoolClient, state: ConnectionState): Postgre
   const run = async (sql: string, parameters: ReadonlyArray<unknown>) => {
     const values = [...parameters];
     const name = nameOf(sql);
+    // Without parameters pg sends the text as a simple query, which may hold several commands and
+    // is what migrations and other one-off statements are: those stay as they were.
     const usable =
+      values.length > 0 &&
       !state.refused.has(name) &&
       (state.prepared.has(name) || state.prepared.size < MAX_PREPARED_PER_CONNECTION);
     if (!usable) return client.query(sql, values);
@@ -68,7 +71,8 @@ function preparingClient(client: pg.PoolClient, state: ConnectionState): Postgre
       return await client.query({ name, text: sql, values });
     } catch (error) {
       // Once its result columns changed (a migration while running), a prepared statement can
-      // never run again on this connection: run the text itself from now on.
+      // never run again on this connection: run the text itself from now on. (Inside a
+      // transaction the failure has already aborted it, and the retry says so.)
       const { code, message } = error as { code?: string; message?: string };
       if (code !== FEATURE_NOT_SUPPORTED || !message?.includes('cached plan')) throw error;
       state.refused.add(name);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
+import { createRedis } from '../src/adapters/redis/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { freePort, freePortPair } from '../src/devstack/free-port.js';
 import { createLogger } from '../src/logger.js';
@@ -41,7 +41,7 @@ export async function startBenchService(
 }
 
 async function deleteKeys(url: string, pattern: string): Promise<void> {
-  const client = new Redis(url, { maxRetriesPerRequest: 1 });
+  const client = createRedis(url, 'client');
   try {
     for await (const keys of client.scanStream({ match: pattern, count: 1_000 }) as AsyncIterable<string[]>) {
       if (keys.length > 0) await client.unlink(...keys);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DASHBOARD_CSP, dashboardFiles } from '../src/api/dashboards/static-files.js';
-import { grantDevFunds } from '../src/app/dashboards/dev-faucet.js';
+import { faucetGrantsKey, grantDevFunds } from '../src/app/dashboards/dev-faucet.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
@@ -183,8 +183,40 @@ describe('dashboard GraphQL', () => {
       scopes: new Set(['read' as const]),
     };
     await expect(grantDevFunds(deps, viewer)).rejects.toMatchObject({ code: 'forbidden' });
-    const keys = await h.env.app.redis.keys(`${h.env.app.redisPrefix}:faucet:${user.account.id}:*`);
-    expect(keys).toEqual([]);
+    expect(await h.env.app.redis.exists(faucetGrantsKey(h.env.app.redisPrefix, user.account.id))).toBe(0);
+  });
+
+  test('the faucet limit holds over any 10 minutes, not per clock window', async () => {
+    const member = await h.member('faucet_clock', 0n);
+    const viewer = {
+      accountId: member.account.id,
+      handle: member.account.handle,
+      walletAddress: member.account.walletAddress,
+      role: 'user' as const,
+      keyId: 'x',
+      scopes: new Set(['read' as const]),
+    };
+    // A fake clock 1 s before a 10-minute boundary of the epoch (1_800_000_000_000 is a multiple
+    // of 600_000 ms): a fixed window would start afresh 2 s later and grant three more at once.
+    const t0 = 1_800_000_000_000 - 1_000;
+    let now = t0;
+    const grant = () => grantDevFunds({ ...h.env.app, now: () => now }, viewer);
+    for (let i = 0; i < 3; i++) await grant();
+    now = t0 + 2_000;
+    await expect(grant()).rejects.toMatchObject({
+      code: 'rate_limited',
+      details: { retryAfterSeconds: 598 },
+    });
+    // Ten minutes after the first three, all three have left the window (the refused attempt never
+    // counted): three more, and no fourth.
+    now = t0 + 600_000;
+    for (let i = 0; i < 3; i++) expect((await grant()).amountMicro).toBe(10_000_000n);
+    await expect(grant()).rejects.toMatchObject({
+      code: 'rate_limited',
+      details: { retryAfterSeconds: 600 },
+    });
+    const { data } = await h.gql(member, '{ viewer { earnedUsdc } }');
+    expect(data.viewer.earnedUsdc).toBe('60000000');
   });
 
   test('topPosts ranks the own posts by earned shares and by engagement, from the ledger', async () => {

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { takeSlidingWindowSlot } from '../../adapters/redis/sliding-window.js';
 import {
   FaucetRefusedError,
   fundUsdc,
@@ -12,7 +13,7 @@ import type { LedgerStore } from '../../domain/ledger/ledger.service.js';
 /** What one click of the developer portal's faucet button gives: $10 of localnet USDC. */
 export const DEV_FAUCET_AMOUNT_MICRO = 10_000_000n;
 /**
- * At most 3 grants per account per 10 minutes. Fixed, not scaled by RATE_LIMIT_MULTIPLIER: the
+ * At most 3 grants per account in any 10 minutes (a sliding window). Fixed, not scaled by RATE_LIMIT_MULTIPLIER: the
  * faucet mints money, so load tests that switch the API's limits off must not switch this off.
  */
 export const DEV_FAUCET_LIMIT = 3;
@@ -24,6 +25,8 @@ export interface DevFaucetDeps {
   redis: Redis;
   redisPrefix: string;
   bootstrapChain(): Promise<PlatformChain>;
+  /** Clock in epoch milliseconds for the grant limit; @defaultValue Date.now */
+  now?: () => number;
 }
 
 /** Whether the faucet serves this deployment: only the embedded localnet, whose USDC we mint. */
@@ -73,19 +76,23 @@ export async function grantDevFunds(
   return { signature, amountMicro: DEV_FAUCET_AMOUNT_MICRO };
 }
 
-/** One fixed window per account in Redis (shared by every API process). */
+/** Where the account's recent grants are logged (shared by every API process). */
+export function faucetGrantsKey(redisPrefix: string, accountId: string): string {
+  return `${redisPrefix}:faucet-grants:${accountId}`;
+}
+
+/**
+ * Counts a grant before minting, so a grant whose mint then fails still counts: the limit is on
+ * attempts, and a failing mint retried in a loop cannot hammer the chain.
+ */
 async function spendFaucetGrant(deps: DevFaucetDeps, accountId: string): Promise<void> {
-  const window = Math.floor(Date.now() / 1000 / DEV_FAUCET_WINDOW_SECONDS);
-  const key = `${deps.redisPrefix}:faucet:${accountId}:${window}`;
-  const [[, count]] = (await deps.redis.multi().incr(key).expire(key, DEV_FAUCET_WINDOW_SECONDS).exec()) as [
-    [null, number],
-    [null, number],
-  ];
-  if (count > DEV_FAUCET_LIMIT) {
-    const retryAfterSeconds = Math.max(
-      1,
-      (window + 1) * DEV_FAUCET_WINDOW_SECONDS - Math.floor(Date.now() / 1000),
-    );
+  const slot = await takeSlidingWindowSlot(deps.redis, faucetGrantsKey(deps.redisPrefix, accountId), {
+    limit: DEV_FAUCET_LIMIT,
+    windowMs: DEV_FAUCET_WINDOW_SECONDS * 1000,
+    nowMs: (deps.now ?? Date.now)(),
+  });
+  if (!slot.allowed) {
+    const retryAfterSeconds = Math.ceil(slot.retryAfterMs / 1000);
     throw new AppError(
       'rate_limited',
       `The dev faucet gives at most ${DEV_FAUCET_LIMIT} grants per ${DEV_FAUCET_WINDOW_SECONDS / 60} minutes; retry in ${retryAfterSeconds} s`,

@@ -25,6 +25,18 @@ afterAll(async () => {
   await h?.close();
 });
 
+/** The viewer a `read` key of `member` resolves to, for calling the faucet's service directly. */
+function readViewer(member: Member) {
+  return {
+    accountId: member.account.id,
+    handle: member.account.handle,
+    walletAddress: member.account.walletAddress,
+    role: 'user' as const,
+    keyId: 'x',
+    scopes: new Set(['read' as const]),
+  };
+}
+
 /** Every URL an HTML page loads (src/href), and every module import or fetch a script makes. */
 function referencesOf(text: string): string[] {
   return [
@@ -174,28 +186,14 @@ describe('dashboard GraphQL', () => {
       ...h.env.app,
       bootstrapChain: () => Promise.resolve({ ...h.platform, cluster: 'devnet' as const }),
     };
-    const viewer = {
-      accountId: user.account.id,
-      handle: user.account.handle,
-      walletAddress: user.account.walletAddress,
-      role: 'user' as const,
-      keyId: 'x',
-      scopes: new Set(['read' as const]),
-    };
+    const viewer = readViewer(user);
     await expect(grantDevFunds(deps, viewer)).rejects.toMatchObject({ code: 'forbidden' });
     expect(await h.env.app.redis.exists(faucetGrantsKey(h.env.app.redisPrefix, user.account.id))).toBe(0);
   });
 
   test('the faucet limit holds over any 10 minutes, not per clock window', async () => {
     const member = await h.member('faucet_clock', 0n);
-    const viewer = {
-      accountId: member.account.id,
-      handle: member.account.handle,
-      walletAddress: member.account.walletAddress,
-      role: 'user' as const,
-      keyId: 'x',
-      scopes: new Set(['read' as const]),
-    };
+    const viewer = readViewer(member);
     // A fake clock 1 s before a 10-minute boundary of the epoch (1_800_000_000_000 is a multiple
     // of 600_000 ms): a fixed window would start afresh 2 s later and grant three more at once.
     const t0 = 1_800_000_000_000 - 1_000;

@@ -34,6 +34,7 @@ export async function takeSlidingWindowSlot(
   const { limit, windowMs, nowMs } = options;
   // Two uses in the same millisecond are two members: the random part keeps them apart.
   const member = `${nowMs}:${Math.random().toString(36).slice(2)}`;
+  // EVAL, not a defined command (EVALSHA): its one user, the faucet, runs a few times an hour.
   const [allowed, retryAfterMs] = (await redis.eval(TAKE_SCRIPT, 1, key, nowMs, windowMs, limit, member)) as [
     number,
     number,

@@ -13,8 +13,9 @@ import type { LedgerStore } from '../../domain/ledger/ledger.service.js';
 /** What one click of the developer portal's faucet button gives: $10 of localnet USDC. */
 export const DEV_FAUCET_AMOUNT_MICRO = 10_000_000n;
 /**
- * At most 3 grants per account in any 10 minutes (a sliding window). Fixed, not scaled by RATE_LIMIT_MULTIPLIER: the
- * faucet mints money, so load tests that switch the API's limits off must not switch this off.
+ * At most 3 grants per account in any 10 minutes (a sliding window). Fixed, not scaled by
+ * RATE_LIMIT_MULTIPLIER: the faucet mints money, so load tests that switch the API's limits off
+ * must not switch this off.
  */
 export const DEV_FAUCET_LIMIT = 3;
 export const DEV_FAUCET_WINDOW_SECONDS = 600;

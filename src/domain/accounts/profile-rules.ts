@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js';
+import { containsNul, nulMessage } from '../text/storable-text.js';
 
 /** The spec's handle rule: 3 to 20 of lowercase letters, digits and underscores. */
 const HANDLE = /^[a-z0-9_]{3,20}$/;
@@ -24,6 +25,7 @@ export function validateHandle(handle: unknown, field = 'handle'): string {
 export function validateText(value: unknown, field: 'display_name' | 'bio', max: number): string {
   if (typeof value !== 'string')
     throw new AppError('invalid_request', `${field} must be a string`, { field });
+  if (containsNul(value)) throw new AppError('invalid_request', nulMessage(field), { field });
   if ([...value].length > max) {
     throw new AppError('invalid_request', `${field} must be at most ${max} characters`, { field });
   }

@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js';
+import { containsNul, nulMessage } from '../text/storable-text.js';
 
 export type PostType = 'post' | 'reply' | 'quote';
 export const POST_TYPES: readonly PostType[] = ['post', 'reply', 'quote'];
@@ -28,6 +29,9 @@ export function validatePostDraft(body: unknown): PostDraft {
   }
   if (typeof content !== 'string' || content.trim().length === 0) {
     throw new AppError('invalid_request', 'content must be a non-empty string', { field: 'content' });
+  }
+  if (containsNul(content)) {
+    throw new AppError('invalid_request', nulMessage('content'), { field: 'content' });
   }
   if ([...content].length > CONTENT_MAX) {
     throw new AppError('invalid_request', `content must be at most ${CONTENT_MAX} characters`, {

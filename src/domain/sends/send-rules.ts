@@ -1,6 +1,7 @@
 import { AppError } from '../errors.js';
 import { normalizeHandle } from '../accounts/profile-rules.js';
 import { formatMicroUsd, parseUsdToMicro } from '../money/usd.js';
+import { containsNul, nulMessage } from '../text/storable-text.js';
 
 /** The smallest send: $0.01 (spec), in micro-USD. */
 export const MIN_SEND_MICRO = 10_000n;
@@ -58,10 +59,12 @@ export function validateSendDraft(body: unknown): SendDraft {
   if (typeof rawHandle !== 'string' || normalizeHandle(rawHandle) === '') {
     throw invalid('to_handle', 'to_handle must be the recipient handle (without the @)');
   }
+  if (containsNul(rawHandle)) throw invalid('to_handle', nulMessage('to_handle'));
   const amountMicro = parseSendAmount(input.amount_usd);
   let memo: string | null = null;
   if (input.memo !== undefined && input.memo !== null) {
     if (typeof input.memo !== 'string') throw invalid('memo', 'memo must be a string');
+    if (containsNul(input.memo)) throw invalid('memo', nulMessage('memo'));
     if ([...input.memo].length > SEND_MEMO_MAX) {
       throw invalid('memo', `memo must be at most ${SEND_MEMO_MAX} characters`);
     }

@@ -2,36 +2,76 @@ import { sql } from 'kysely';
 import type { Db } from '../../adapters/postgres/db.js';
 import { AppError } from '../../domain/errors.js';
 
-/** How long a swap waits for its turn on the pool before answering 503. */
+/** How long a swap waits for its turn on the pool (in this process and across processes) before 503. */
 export const POOL_LOCK_WAIT_MS = 30_000;
+/**
+ * How many swaps of one process may wait for one pool at once; one more is refused at once. A
+ * swap holds the pool for a few milliseconds to a second (it waits for its transaction to
+ * execute), so 64 waiting is already tens of seconds of queue: past that a caller learns "busy"
+ * now rather than after POOL_LOCK_WAIT_MS, and a flood cannot pile up promises without bound.
+ */
+export const POOL_LOCK_MAX_WAITING = 64;
 
-/** In-process queue per pool: at most one swap of this process waits on Postgres at a time. */
-const localTurns = new Map<string, Promise<unknown>>();
+export interface PoolLockOptions {
+  /** @defaultValue POOL_LOCK_WAIT_MS */
+  waitMs?: number;
+  /** @defaultValue POOL_LOCK_MAX_WAITING */
+  maxWaiting?: number;
+}
+
+/** The in-process queue of one pool: the promise the next swap waits on, and how many wait. */
+interface LocalQueue {
+  tail: Promise<void>;
+  waiting: number;
+}
+const localQueues = new Map<string, LocalQueue>();
+
+const busy = () => new AppError('unavailable', 'The swap pool is busy; try again shortly');
 
 /**
  * Runs `step` while holding the pool's lock, so the swaps on one pool run one after another across
- * every API process. Two layers: an in-process promise chain (swaps of one process queue in memory
- * and do not each pin a pooled connection while they wait), then a Postgres session advisory lock
- * on one pinned connection (processes exclude each other; a crashed process's session ends and
- * its lock with it). Waiting longer than POOL_LOCK_WAIT_MS is 503 `unavailable`.
+ * every API process. Two layers: an in-process queue (swaps of one process wait in memory and do
+ * not each pin a pooled connection while they wait), then a Postgres session advisory lock on one
+ * pinned connection (processes exclude each other; a crashed process's session ends and its lock
+ * with it). The queue is bounded (POOL_LOCK_MAX_WAITING) and so is the whole wait, both layers
+ * together (POOL_LOCK_WAIT_MS): past either, 503 `unavailable`, and nothing was moved.
  */
-export async function withPoolLock<T>(db: Db, pool: string, step: () => Promise<T>): Promise<T> {
-  const previous = localTurns.get(pool) ?? Promise.resolve();
+export async function withPoolLock<T>(
+  db: Db,
+  pool: string,
+  step: () => Promise<T>,
+  options: PoolLockOptions = {},
+): Promise<T> {
+  const waitMs = options.waitMs ?? POOL_LOCK_WAIT_MS;
+  const queue = localQueues.get(pool) ?? { tail: Promise.resolve(), waiting: 0 };
+  if (queue.waiting >= (options.maxWaiting ?? POOL_LOCK_MAX_WAITING)) throw busy();
+  localQueues.set(pool, queue);
+
+  const deadline = Date.now() + waitMs;
+  const previous = queue.tail;
   let release!: () => void;
   const mine = new Promise<void>((resolve) => (release = resolve));
+  // The next swap waits for this one and for everything before it, even if this one gives up
+  // early (its release then only stops it from adding to the wait).
   const turn = previous.then(() => mine);
-  localTurns.set(pool, turn);
+  queue.tail = turn;
+  queue.waiting += 1;
+  let waiting = true;
+  const stopWaiting = () => {
+    if (waiting) queue.waiting -= 1;
+    waiting = false;
+  };
   try {
-    await previous;
+    if (!(await settlesWithin(previous, waitMs))) throw busy();
+    stopWaiting();
     return await db.connection().execute(async (connection) => {
       const key = sql`hashtext(${`ledgerfeed:swap-pool:${pool}`})`;
+      const left = Math.max(1, deadline - Date.now());
       try {
-        await sql`SET lock_timeout = ${sql.lit(`${POOL_LOCK_WAIT_MS}ms`)}`.execute(connection);
+        await sql`SET lock_timeout = ${sql.lit(`${left}ms`)}`.execute(connection);
         await sql`SELECT pg_advisory_lock(${key})`.execute(connection);
       } catch (error) {
-        if ((error as { code?: string }).code === '55P03') {
-          throw new AppError('unavailable', 'The swap pool is busy; try again shortly');
-        }
+        if ((error as { code?: string }).code === '55P03') throw busy();
         throw error;
       } finally {
         await sql`RESET lock_timeout`.execute(connection);
@@ -43,7 +83,19 @@ export async function withPoolLock<T>(db: Db, pool: string, step: () => Promise<
       }
     });
   } finally {
+    stopWaiting();
     release();
-    if (localTurns.get(pool) === turn) localTurns.delete(pool);
+    if (queue.tail === turn) localQueues.delete(pool);
+  }
+}
+
+/** True when `promise` settles within `ms`; the timer never outlives the wait. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }

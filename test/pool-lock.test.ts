@@ -51,11 +51,13 @@ describe('the swap pool lock', () => {
       { maxWaiting: 2 },
     );
     await entered.opened; // the holder holds the pool: from here on, swaps wait
-    const waiters = [1, 2].map(() => withPoolLock(env.app.db, 'full', async () => 'ran', { maxWaiting: 2 }));
-    const started = Date.now();
-    const refused = await withPoolLock(env.app.db, 'full', async () => 'ran', { maxWaiting: 2 }).catch(
-      (error: unknown) => error,
+    const waiters = [1, 2].map(() =>
+      withPoolLock(env.app.db, 'full', () => Promise.resolve('ran'), { maxWaiting: 2 }),
     );
+    const started = Date.now();
+    const refused = await withPoolLock(env.app.db, 'full', () => Promise.resolve('ran'), {
+      maxWaiting: 2,
+    }).catch((error: unknown) => error);
     expect(isBusy(refused)).toBe(true);
     expect(Date.now() - started).toBeLessThan(1_000);
     held.open();
@@ -72,8 +74,9 @@ describe('the swap pool lock', () => {
     const late = await withPoolLock(
       env.app.db,
       'slow',
-      async () => {
+      () => {
         ran = true;
+        return Promise.resolve();
       },
       { waitMs: 200 },
     ).catch((error: unknown) => error);
@@ -82,7 +85,7 @@ describe('the swap pool lock', () => {
     expect(ran).toBe(false);
     held.open();
     await holder;
-    await expect(withPoolLock(env.app.db, 'slow', async () => 'next')).resolves.toBe('next');
+    await expect(withPoolLock(env.app.db, 'slow', () => Promise.resolve('next'))).resolves.toBe('next');
   });
 
   test('another process holding the pool (a Postgres session) bounds the wait too', async () => {
@@ -90,7 +93,7 @@ describe('the swap pool lock', () => {
     const other = await env.app.db.connection().execute(async (connection) => {
       await sql`SELECT pg_advisory_lock(hashtext(${'ledgerfeed:swap-pool:remote'}))`.execute(connection);
       try {
-        return await withPoolLock(env.app.db, 'remote', async () => 'ran', { waitMs: 300 }).catch(
+        return await withPoolLock(env.app.db, 'remote', () => Promise.resolve('ran'), { waitMs: 300 }).catch(
           (error: unknown) => error,
         );
       } finally {
@@ -98,6 +101,6 @@ describe('the swap pool lock', () => {
       }
     });
     expect(isBusy(other)).toBe(true);
-    await expect(withPoolLock(env.app.db, 'remote', async () => 'ran')).resolves.toBe('ran');
+    await expect(withPoolLock(env.app.db, 'remote', () => Promise.resolve('ran'))).resolves.toBe('ran');
   });
 });

@@ -86,12 +86,14 @@ export async function followWallets(
   const perBatch = options.addressesPerBatch ?? 100;
   const platform = await deps.bootstrapChain();
   const wallets = await ourWallets(deps.db, platform);
-  const followed = await withCursors(deps.db, followedAddresses(platform, wallets));
-  const round: FollowRound = { addresses: followed.length, signatures: 0, deposits: 0, unexplained: 0 };
+  const addresses = followedAddresses(platform, wallets);
+  const round: FollowRound = { addresses: addresses.length, signatures: 0, deposits: 0, unexplained: 0 };
   // A transaction touching several of our accounts is listed for each: judge it once a round.
   const judged = new Set<string>();
-  for (let from = 0; from < followed.length; from += perBatch) {
-    const batch = followed.slice(from, from + perBatch);
+  for (let from = 0; from < addresses.length; from += perBatch) {
+    // Cursors are read a batch at a time: one statement for every address of a large deployment
+    // would pass a parameter per address, and Postgres takes at most 65,535.
+    const batch = await withCursors(deps.db, addresses.slice(from, from + perBatch));
     const found = await newSignatures(deps, batch, pageSize);
     const fresh = [...new Set([...found.values()].flat().map((s) => s.signature))].filter(
       (s) => !judged.has(s),
@@ -143,7 +145,7 @@ async function withCursors(db: Db, addresses: string[]): Promise<Followed[]> {
   const rows = await db
     .selectFrom('wallet_cursors')
     .select(['address', 'last_signature', 'last_slot'])
-    .where('address', 'in', addresses)
+    .where('address', '=', sql<string>`ANY(${addresses}::text[])`)
     .execute();
   const cursors = new Map(rows.map((row) => [row.address, row]));
   return addresses.map((address) => ({

@@ -1,18 +1,12 @@
 import path from 'node:path';
 import type { RunningService } from './service.js';
+import { redactUrl } from './url-redaction.js';
 
-/** Hides the password of a connection URL before it is printed. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return url;
-  }
-}
-
-/** The block `npm start` prints: where everything is, and what backs it. */
+/**
+ * The block `npm start` prints: where everything is, and what backs it. Every backing URL is
+ * redacted: a terminal's scroll-back and a container's log keep it, and an RPC provider's URL
+ * carries its key.
+ */
 export function startupSummary(service: RunningService): string {
   const { stack, config } = service.app;
   const rel = (p: string) => path.relative(process.cwd(), p) || '.';
@@ -37,7 +31,7 @@ export function startupSummary(service: RunningService): string {
   }
   rows.push([
     'Solana',
-    `${stack.solana.source.padEnd(9)}${stack.solana.url} (WebSocket ${stack.solana.wsUrl})`,
+    `${stack.solana.source.padEnd(9)}${redactUrl(stack.solana.url)} (WebSocket ${redactUrl(stack.solana.wsUrl)})`,
   ]);
   const { platform } = service;
   rows.push(['Cluster', platform.cluster]);

@@ -262,3 +262,165 @@ describe('profiles', () => {
     expect(unknown.body).toEqual({ error: 'not_found', message: 'No account with handle "nobody_here"' });
   });
 });
+
+describe('a read key cannot take the account over', () => {
+  /** An account made through the service (sign-ups are rate-limited per IP), with a full key. */
+  async function member(handle: string) {
+    const { createAccount } = await import('../src/domain/accounts/accounts.service.js');
+    const { createApiKey } = await import('../src/domain/auth/api-keys.service.js');
+    const account = await createAccount(env.app, { handle });
+    const { key } = await createApiKey(env.app.apiKeys, account.id);
+    return { id: account.id, key };
+  }
+
+  test('a read-only key may edit the bio but not the handle (403); the full key still can', async () => {
+    const { createApiKey } = await import('../src/domain/auth/api-keys.service.js');
+    const owner = await member('owner_rest');
+    const { key: readKey } = await createApiKey(env.app.apiKeys, owner.id, ['read']);
+    const bio = await call('PATCH', '/api/v1/me/profile', { key: readKey, body: { bio: 'read keys may' } });
+    expect(bio.status).toBe(200);
+    const rename = await call('PATCH', '/api/v1/me/profile', {
+      key: readKey,
+      body: { handle: 'stolen_rest', bio: 'and this' },
+    });
+    expect(rename.status).toBe(403);
+    expect(rename.body).toEqual({
+      error: 'forbidden',
+      message:
+        "API key lacks the 'post', 'engage', 'send' scopes: Changing the handle needs a key holding every scope (read, post, engage, send)",
+    });
+    // Nothing of the refused patch was applied, and the handle is still free for its owner.
+    const me = await call('GET', '/api/v1/me', { key: owner.key });
+    expect(me.body).toMatchObject({ handle: 'owner_rest', bio: 'read keys may' });
+    // Sending the current handle back is no change: allowed with any key that may edit the profile.
+    expect(
+      (await call('PATCH', '/api/v1/me/profile', { key: readKey, body: { handle: 'owner_rest' } })).status,
+    ).toBe(200);
+    const renamed = await call('PATCH', '/api/v1/me/profile', {
+      key: owner.key,
+      body: { handle: 'owner_rest2' },
+    });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.handle).toBe('owner_rest2');
+  });
+
+  test('a released handle stays reserved for its owner: nobody else can sign up or rename to it, sends to it reach nobody', async () => {
+    const victim = await member('victim_h');
+    const other = await member('other_h');
+    const renamed = await call('PATCH', '/api/v1/me/profile', {
+      key: victim.key,
+      body: { handle: 'victim_h2' },
+    });
+    expect(renamed.status).toBe(200);
+
+    const signUp = await call('POST', '/api/v1/accounts', { body: { handle: 'victim_h' } });
+    expect(signUp.status).toBe(409);
+    expect(signUp.body).toEqual({
+      error: 'conflict',
+      message: expect.stringMatching(
+        /^The handle "victim_h" is taken: it stays reserved for its previous owner until \d{4}-\d\d-\d\dT/,
+      ),
+    });
+    const until = new Date(/until (\S+)$/.exec(signUp.body.message as string)![1]!);
+    expect(until.getTime() - Date.now()).toBeGreaterThan(6.9 * 24 * 3600 * 1000);
+
+    const rename = await call('PATCH', '/api/v1/me/profile', {
+      key: other.key,
+      body: { handle: 'victim_h' },
+    });
+    expect(rename.status).toBe(409);
+    expect(rename.body.error).toBe('conflict');
+    expect(rename.body.message).toMatch(/reserved for its previous owner/);
+
+    // Sends resolve the recipient by its current handle: the released one belongs to nobody.
+    const send = await call('POST', '/api/v1/send', {
+      key: other.key,
+      body: { to_handle: 'victim_h', amount_usd: 0.01 },
+    });
+    expect(send.status).toBe(404);
+    expect(send.body.error).toBe('not_found');
+    expect(
+      await env.app.db.selectFrom('sends').select('id').where('sender_id', '=', other.id).execute(),
+    ).toEqual([]);
+  });
+
+  test('the owner may take a released handle back during the cooldown; the handle left is then reserved', async () => {
+    const owner = await member('undo_me');
+    const other = await member('undo_other');
+    expect(
+      (await call('PATCH', '/api/v1/me/profile', { key: owner.key, body: { handle: 'undo_me2' } })).status,
+    ).toBe(200);
+    // A new handle is still under the cooldown...
+    const elsewhere = await call('PATCH', '/api/v1/me/profile', {
+      key: owner.key,
+      body: { handle: 'undo_me3' },
+    });
+    expect(elsewhere.status).toBe(409);
+    expect(elsewhere.body.message).toMatch(/^The handle can change once every 7 days/);
+    // ...but returning to the released one is not.
+    const back = await call('PATCH', '/api/v1/me/profile', { key: owner.key, body: { handle: 'undo_me' } });
+    expect(back.status).toBe(200);
+    expect(back.body.handle).toBe('undo_me');
+    const taken = await call('PATCH', '/api/v1/me/profile', { key: other.key, body: { handle: 'undo_me2' } });
+    expect(taken.status).toBe(409);
+    expect(taken.body.message).toMatch(/"undo_me2" is taken: it stays reserved for its previous owner/);
+    // The undo neither restarted the cooldown nor extended the reservation past the first change's.
+    const reservations = await env.app.db
+      .selectFrom('released_handles')
+      .select(['handle', 'reserved_until'])
+      .where('account_id', '=', owner.id)
+      .execute();
+    expect(reservations.map((r) => r.handle)).toEqual(['undo_me2']);
+    const account = (await env.app.accounts.byId(owner.id))!;
+    expect(reservations[0]!.reserved_until.getTime()).toBe(
+      account.handleChangedAt!.getTime() + 7 * 24 * 3600 * 1000,
+    );
+  });
+
+  test('once the reservation ends, the handle is anyone’s again', async () => {
+    const first = await member('expiring_h');
+    const second = await member('expiring_x');
+    expect(
+      (await call('PATCH', '/api/v1/me/profile', { key: first.key, body: { handle: 'expiring_h2' } })).status,
+    ).toBe(200);
+    await env.app.db
+      .updateTable('released_handles')
+      .set({ reserved_until: new Date(Date.now() - 1000) })
+      .where('handle', '=', 'expiring_h')
+      .execute();
+    const taken = await call('PATCH', '/api/v1/me/profile', {
+      key: second.key,
+      body: { handle: 'expiring_h' },
+    });
+    expect(taken.status).toBe(200);
+    expect(taken.body.handle).toBe('expiring_h');
+    expect(
+      await env.app.db
+        .selectFrom('released_handles')
+        .select('account_id')
+        .where('handle', '=', 'expiring_h')
+        .execute(),
+    ).toEqual([]);
+  });
+
+  test('concurrent sign-ups and a rename releasing the handle never hand it to a newcomer', async () => {
+    const { createAccount } = await import('../src/domain/accounts/accounts.service.js');
+    const owner = await member('race_h');
+    const results = await Promise.allSettled([
+      call('PATCH', '/api/v1/me/profile', { key: owner.key, body: { handle: 'race_h2' } }),
+      ...Array.from({ length: 5 }, () => createAccount(env.app, { handle: 'race_h' })),
+    ]);
+    const holders = await env.app.db
+      .selectFrom('accounts')
+      .select('id')
+      .where('handle', '=', 'race_h')
+      .execute();
+    // The rename goes through; every sign-up is refused, before or after it (taken, then reserved).
+    expect(results[0]).toMatchObject({ status: 'fulfilled', value: { status: 200 } });
+    expect(holders).toEqual([]);
+    for (const attempt of results.slice(1)) {
+      expect(attempt.status).toBe('rejected');
+      expect((attempt as PromiseRejectedResult).reason).toMatchObject({ code: 'conflict' });
+    }
+  });
+});

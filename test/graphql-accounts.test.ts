@@ -154,10 +154,11 @@ describe('viewer and API keys', () => {
   test('revokeApiKey revokes: the key is then HTTP 401, and it is listed as revoked', async () => {
     const { key } = await createApiKey(api.env.app.apiKeys, alice.id, ['read']);
     const id = key.slice(8, 16);
-    // A read-only key cannot mint a key that may send money.
+    // A read-only key cannot mint a key, least of all one that may send money.
     const escalate = await gql(api, 'mutation { createApiKey(scopes: [READ, SEND]) { key } }', { key });
     expect(escalate.errors?.[0]).toMatchObject({
-      message: "API key lacks the 'send' scope: a key can only create keys with scopes it holds",
+      message:
+        "API key lacks the 'post', 'engage', 'send' scopes: Creating API keys needs a key holding every scope (read, post, engage, send)",
       extensions: { code: 'FORBIDDEN' },
     });
     const revoked = await gql(api, 'mutation ($id: ID!) { revokeApiKey(id: $id) }', {
@@ -180,6 +181,83 @@ describe('viewer and API keys', () => {
     expect((listed.data.viewer.apiKeys as ApiKeyJson[]).find((k) => k.id === id)?.revokedAt).toEqual(
       expect.any(String),
     );
+  });
+});
+
+describe('a read key cannot take the account over', () => {
+  const REVOKE = 'mutation ($id: ID!) { revokeApiKey(id: $id) }';
+  const UPDATE = 'mutation ($input: UpdateProfileInput!) { updateProfile(input: $input) { handle bio } }';
+  const keyIdOf = (key: string) => key.slice('lf_live_'.length, 'lf_live_'.length + 8);
+
+  test('a read-only key cannot create keys, revoke the full key or change the handle; the full key keeps working', async () => {
+    const owner = await newAccount(api.env, 'owner_g');
+    const { key: readKey } = await createApiKey(api.env.app.apiKeys, owner.account.id, ['read']);
+
+    const create = await gql(api, 'mutation { createApiKey(scopes: [READ]) { key } }', { key: readKey });
+    expect(create.data).toBeNull();
+    expect(create.errors?.[0]).toMatchObject({
+      message: expect.stringMatching(
+        /^API key lacks the 'post', 'engage', 'send' scopes: Creating API keys needs/,
+      ),
+      path: ['createApiKey'],
+      extensions: { code: 'FORBIDDEN' },
+    });
+    const revoke = await gql(api, REVOKE, { key: readKey, variables: { id: keyIdOf(owner.key) } });
+    expect(revoke.errors?.[0]).toMatchObject({
+      message: expect.stringMatching(/: Revoking another API key needs a key holding every scope/),
+      extensions: { code: 'FORBIDDEN' },
+    });
+    // Unknown ids are refused the same way: a lesser key cannot probe which ids exist.
+    const probe = await gql(api, REVOKE, { key: readKey, variables: { id: 'AAAAAAAA' } });
+    expect(probe.errors?.[0].extensions.code).toBe('FORBIDDEN');
+    const rename = await gql(api, UPDATE, { key: readKey, variables: { input: { handle: 'stolen_g' } } });
+    expect(rename.errors?.[0]).toMatchObject({
+      message: expect.stringMatching(/: Changing the handle needs a key holding every scope/),
+      extensions: { code: 'FORBIDDEN' },
+    });
+    // What the spec gives `read` stays: display name and bio.
+    const bio = await gql(api, UPDATE, { key: readKey, variables: { input: { bio: 'still mine' } } });
+    expect(bio.data).toEqual({ updateProfile: { handle: 'owner_g', bio: 'still mine' } });
+
+    // The full key is untouched and still manages keys: it answers, and both keys are active.
+    const viewer = await gql(api, '{ viewer { handle apiKeys { id revokedAt } } }', { key: owner.key });
+    expect(viewer.data.viewer.handle).toBe('owner_g');
+    expect((viewer.data.viewer.apiKeys as ApiKeyJson[]).map((k) => k.revokedAt)).toEqual([null, null]);
+    const revokedByOwner = await gql(api, REVOKE, { key: owner.key, variables: { id: keyIdOf(readKey) } });
+    expect(revokedByOwner.data).toEqual({ revokeApiKey: true });
+    const created = await gql(api, 'mutation { createApiKey { key apiKey { scopes } } }', { key: owner.key });
+    expect(created.data.createApiKey.apiKey.scopes).toEqual(['READ', 'POST', 'ENGAGE', 'SEND']);
+  });
+
+  test('any key may revoke itself', async () => {
+    const owner = await newAccount(api.env, 'self_revoke');
+    const { key: readKey } = await createApiKey(api.env.app.apiKeys, owner.account.id, ['read']);
+    const revoked = await gql(api, REVOKE, { key: readKey, variables: { id: keyIdOf(readKey) } });
+    expect(revoked.data).toEqual({ revokeApiKey: true });
+    expect((await gql(api, '{ viewer { handle } }', { key: readKey })).status).toBe(401);
+    expect((await gql(api, '{ viewer { handle } }', { key: owner.key })).data.viewer.handle).toBe(
+      'self_revoke',
+    );
+  });
+
+  test('a released handle is reserved for its owner, who may take it back during the cooldown', async () => {
+    const owner = await newAccount(api.env, 'resv_g');
+    const other = await newAccount(api.env, 'resv_other');
+    const renamed = await gql(api, UPDATE, { key: owner.key, variables: { input: { handle: 'resv_g2' } } });
+    expect(renamed.data.updateProfile.handle).toBe('resv_g2');
+    const taken = await gql(api, UPDATE, { key: other.key, variables: { input: { handle: 'resv_g' } } });
+    expect(taken.errors?.[0]).toMatchObject({
+      message: expect.stringMatching(
+        /^The handle "resv_g" is taken: it stays reserved for its previous owner/,
+      ),
+      extensions: { code: 'CONFLICT', field: 'handle', reservedUntil: expect.any(String) },
+    });
+    await expect(createAccount(api.env.app, { handle: 'resv_g' })).rejects.toMatchObject({
+      code: 'conflict',
+    });
+    const back = await gql(api, UPDATE, { key: owner.key, variables: { input: { handle: 'resv_g' } } });
+    expect(back.errors).toBeUndefined();
+    expect(back.data.updateProfile.handle).toBe('resv_g');
   });
 });
 

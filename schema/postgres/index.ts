@@ -14,6 +14,7 @@ import * as nativeLedger from './2026_11_22_b_native_ledger.js';
 import * as creatorFund from './2026_11_22_c_creator_fund.js';
 import * as swaps from './2026_11_22_d_swaps.js';
 import * as recordMovementFunction from './2026_11_22_e_record_movement_function.js';
+import * as releasedHandles from './2026_11_24_e_released_handles.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -37,4 +38,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_c_creator_fund': creatorFund,
   '2026_11_22_d_swaps': swaps,
   '2026_11_22_e_record_movement_function': recordMovementFunction,
+  '2026_11_24_e_released_handles': releasedHandles,
 };

@@ -1,7 +1,13 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Selectable, type Transaction } from 'kysely';
 import type { Account } from '../../domain/accounts/account.js';
-import { handleTaken, type AccountStore } from '../../domain/accounts/accounts.service.js';
-import type { AccountsTable } from './database.js';
+import {
+  handleReserved,
+  handleTaken,
+  type AccountStore,
+  type ProfileChanges,
+} from '../../domain/accounts/accounts.service.js';
+import { AppError } from '../../domain/errors.js';
+import type { AccountsTable, Database } from './database.js';
 import type { Db } from './db.js';
 
 const UNIQUE_VIOLATION = '23505';
@@ -42,16 +48,22 @@ export function createAccountStore(db: Db): AccountStore {
   return {
     insert: async (input) => {
       const row = await db
-        .insertInto('accounts')
-        .values({
-          handle: input.handle,
-          display_name: input.displayName,
-          role: input.role,
-          wallet_address: input.walletAddress,
-          wallet_secret: input.walletSecret,
+        .transaction()
+        .execute(async (trx) => {
+          await claimHandles(trx, [input.handle]);
+          await refuseReserved(trx, input.handle, null);
+          return trx
+            .insertInto('accounts')
+            .values({
+              handle: input.handle,
+              display_name: input.displayName,
+              role: input.role,
+              wallet_address: input.walletAddress,
+              wallet_secret: input.walletSecret,
+            })
+            .returningAll()
+            .executeTakeFirstOrThrow();
         })
-        .returningAll()
-        .executeTakeFirstOrThrow()
         .catch(rethrowHandleTaken(input.handle));
       return toAccount(row);
     },
@@ -72,20 +84,54 @@ export function createAccountStore(db: Db): AccountStore {
       return row && toAccount(row);
     },
     update: async (id, changes) => {
-      const row = await db
-        .updateTable('accounts')
-        .set({
-          ...(changes.handle !== undefined ? { handle: changes.handle } : {}),
-          ...(changes.handleChangedAt !== undefined ? { handle_changed_at: changes.handleChangedAt } : {}),
-          ...(changes.displayName !== undefined ? { display_name: changes.displayName } : {}),
-          ...(changes.bio !== undefined ? { bio: changes.bio } : {}),
-          updated_at: new Date(),
-        })
-        .where('id', '=', id)
-        .returningAll()
-        .executeTakeFirstOrThrow()
-        .catch(rethrowHandleTaken(changes.handle ?? ''));
+      if (changes.handle !== undefined) {
+        const newHandle = changes.handle;
+        const row = await db
+          .transaction()
+          .execute(async (trx) => {
+            const released = changes.releasedHandle;
+            await claimHandles(trx, released ? [newHandle, released.handle] : [newHandle]);
+            const current = await trx
+              .selectFrom('accounts')
+              .select('handle')
+              .where('id', '=', id)
+              .forUpdate()
+              .executeTakeFirstOrThrow();
+            // The service decided the reservations from the handle it read; a concurrent rename of
+            // the same account would make them wrong.
+            if (released && current.handle !== released.handle)
+              throw new AppError('conflict', 'The handle changed meanwhile: read the profile and try again');
+            await refuseReserved(trx, newHandle, id);
+            // Taken now: the own reservation (an undo) or an expired one of anybody is done.
+            await trx.deleteFrom('released_handles').where('handle', '=', newHandle).execute();
+            if (released) {
+              await trx
+                .insertInto('released_handles')
+                .values({ handle: released.handle, account_id: id, reserved_until: released.reservedUntil })
+                .onConflict((oc) =>
+                  oc.column('handle').doUpdateSet({
+                    account_id: id,
+                    released_at: sql<Date>`now()`,
+                    reserved_until: released.reservedUntil,
+                  }),
+                )
+                .execute();
+            }
+            return updateRow(trx, id, changes);
+          })
+          .catch(rethrowHandleTaken(newHandle));
+        return toAccount(row);
+      }
+      const row = await updateRow(db, id, changes);
       return toAccount(row);
+    },
+    handleReservation: async (handle) => {
+      const row = await db
+        .selectFrom('released_handles')
+        .select(['handle', 'account_id', 'reserved_until'])
+        .where('handle', '=', handle)
+        .executeTakeFirst();
+      return row && { handle: row.handle, accountId: row.account_id, reservedUntil: row.reserved_until };
     },
     stats: async (id) => {
       const row = await db
@@ -98,4 +144,47 @@ export function createAccountStore(db: Db): AccountStore {
       return { followerCount: row.followers, followingCount: row.following, postCount: 0 };
     },
   };
+}
+
+function updateRow(db: Db | Transaction<Database>, id: string, changes: ProfileChanges) {
+  return db
+    .updateTable('accounts')
+    .set({
+      ...(changes.handle !== undefined ? { handle: changes.handle } : {}),
+      ...(changes.handleChangedAt !== undefined ? { handle_changed_at: changes.handleChangedAt } : {}),
+      ...(changes.displayName !== undefined ? { display_name: changes.displayName } : {}),
+      ...(changes.bio !== undefined ? { bio: changes.bio } : {}),
+      updated_at: new Date(),
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Serialises everything that takes or releases these handles until the transaction ends. Without
+ * it a sign-up could check for a reservation, find none, and then insert the handle that a
+ * concurrent rename was releasing (the unique index lets the insert through once the rename
+ * commits). Sorted, so two renames that swap handles cannot deadlock.
+ */
+async function claimHandles(trx: Transaction<Database>, handles: string[]): Promise<void> {
+  for (const handle of [...new Set(handles)].sort()) {
+    await sql`SELECT pg_advisory_xact_lock(hashtext(${`ledgerfeed:handle:${handle}`}))`.execute(trx);
+  }
+}
+
+/** Refuses a handle reserved for an account other than `accountId` (null: a new account). */
+async function refuseReserved(
+  trx: Transaction<Database>,
+  handle: string,
+  accountId: string | null,
+): Promise<void> {
+  let query = trx
+    .selectFrom('released_handles')
+    .select(['handle', 'reserved_until'])
+    .where('handle', '=', handle)
+    .where('reserved_until', '>', sql<Date>`now()`);
+  if (accountId !== null) query = query.where('account_id', '<>', accountId);
+  const reserved = await query.executeTakeFirst();
+  if (reserved) throw handleReserved({ handle: reserved.handle, reservedUntil: reserved.reserved_until });
 }

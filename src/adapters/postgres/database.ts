@@ -3,6 +3,7 @@ import type { ColumnType, Generated } from 'kysely';
 /** Kysely's view of the Postgres schema; kept in step with schema/postgres by hand. */
 export interface Database {
   accounts: AccountsTable;
+  released_handles: ReleasedHandlesTable;
   platform_wallets: PlatformWalletsTable;
   idempotency_keys: IdempotencyKeysTable;
   api_keys: ApiKeysTable;
@@ -203,6 +204,14 @@ export interface AccountsTable {
   handle_changed_at: Date | null;
   created_at: ColumnType<Date, Date | undefined, never>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+/** A handle given up by a rename, reserved for its previous owner until `reserved_until`. */
+export interface ReleasedHandlesTable {
+  handle: string;
+  account_id: string;
+  released_at: ColumnType<Date, Date | undefined, Date>;
+  reserved_until: Date;
 }
 
 /** One creator-fund epoch (native base units): its plan, or why nothing was planned. */

@@ -15,7 +15,9 @@ import { ownProfileView, publicProfileView, updatedProfileView } from './views.j
 
 /**
  * Own profile, public profiles and follows. Scope choices where the spec is silent or torn
- * (README): profile update needs `read` (as the spec says), follow and unfollow need `engage`.
+ * (README): profile update needs `read` (as the spec says) for display name and bio, but a handle
+ * change needs a key holding every scope (the service checks it: a handle is what sends resolve
+ * by, so a read key must not be able to give it away); follow and unfollow need `engage`.
  */
 export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void {
   api.get(
@@ -39,7 +41,8 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
-        summary: 'Update own profile (only supplied fields change; handle once per 7 days)',
+        summary:
+          'Update own profile (only supplied fields change; handle once per 7 days, with a key holding every scope)',
         tags: ['profiles'],
         body: profilePatchBody,
         response: {
@@ -60,7 +63,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
       },
     },
     async (request) => {
-      const account = await updateProfile(deps, request.viewer!.accountId, request.body);
+      const account = await updateProfile(deps, request.viewer!, request.body);
       return updatedProfileView(account, baseUrlOf(request));
     },
   );

@@ -15,6 +15,17 @@ export interface Account {
   createdAt: Date;
 }
 
+/**
+ * A handle its owner gave up, kept for that account alone until `reservedUntil` (the handle-change
+ * cooldown): nobody else may take it meanwhile, so sends and mentions meant for the owner cannot
+ * reach a newcomer, and the owner may take it back.
+ */
+export interface HandleReservation {
+  handle: string;
+  accountId: string;
+  reservedUntil: Date;
+}
+
 /** Counts shown on a public profile. */
 export interface AccountStats {
   followerCount: number;

@@ -1,8 +1,10 @@
+import { requireFullKey, type Viewer } from '../auth/api-keys.service.js';
 import { AppError } from '../errors.js';
-import type { Account, AccountRole, AccountStats } from './account.js';
+import type { Account, AccountRole, AccountStats, HandleReservation } from './account.js';
 import {
   BIO_MAX,
   DISPLAY_NAME_MAX,
+  HANDLE_CHANGE_COOLDOWN_MS,
   nextHandleChangeAt,
   normalizeHandle,
   validateHandle,
@@ -11,13 +13,19 @@ import {
 
 /** Persistence the account service needs (implemented in adapters/postgres). */
 export interface AccountStore {
-  /** Inserts; a taken handle is an AppError('conflict'). */
+  /** Inserts; a taken handle, or one reserved for its previous owner, is an AppError('conflict'). */
   insert(input: NewAccountRow): Promise<Account>;
   byId(id: string): Promise<Account | undefined>;
   byHandle(handle: string): Promise<Account | undefined>;
   byWalletAddress(address: string): Promise<Account | undefined>;
-  /** Applies the changes; a taken handle is an AppError('conflict'). */
+  /**
+   * Applies the changes; a taken handle, or one reserved for another account, is an
+   * AppError('conflict'). A handle change stores `releasedHandle`'s reservation and consumes this
+   * account's reservation of the new handle in the same transaction, serialised per handle.
+   */
   update(id: string, changes: ProfileChanges): Promise<Account>;
+  /** The reservation of a released handle, expired or not; undefined if it was never released. */
+  handleReservation(handle: string): Promise<HandleReservation | undefined>;
   stats(id: string): Promise<AccountStats>;
 }
 
@@ -32,6 +40,8 @@ export interface NewAccountRow {
 export interface ProfileChanges {
   handle?: string;
   handleChangedAt?: Date;
+  /** With `handle`: the handle given up, kept for this account alone until `reservedUntil`. */
+  releasedHandle?: { handle: string; reservedUntil: Date };
   displayName?: string;
   bio?: string;
 }
@@ -67,6 +77,9 @@ export async function createAccount(deps: AccountDeps, input: CreateAccountInput
       ? handle
       : validateText(input.displayName, 'display_name', DISPLAY_NAME_MAX);
   if (await deps.accounts.byHandle(handle)) throw handleTaken(handle);
+  const reservation = await deps.accounts.handleReservation(handle);
+  const now = (deps.now ?? (() => new Date()))();
+  if (reservation && reservation.reservedUntil > now) throw handleReserved(reservation);
   const wallet = await deps.wallets.provision();
   return deps.accounts.insert({
     handle,
@@ -80,8 +93,20 @@ export async function createAccount(deps: AccountDeps, input: CreateAccountInput
 /**
  * PATCH /me/profile: only supplied fields change. A handle may change once per 7 days; the
  * refusal says when it may change again.
+ *
+ * Handle changes are guarded against takeover: they need a key holding every scope (the spec asks
+ * only `read` for this endpoint, which is kept for display name and bio), and the handle given up
+ * stays reserved for this account for the cooldown, so nobody else can take it and receive what
+ * is sent to it. Returning to one's own reserved handle (an undo) is allowed during the cooldown;
+ * it does not restart the cooldown, and the handle left is reserved only until the reservation
+ * taken back would have ended, so undoing back and forth cannot hold handles longer.
  */
-export async function updateProfile(deps: AccountDeps, accountId: string, patch: unknown): Promise<Account> {
+export async function updateProfile(
+  deps: AccountDeps,
+  caller: Pick<Viewer, 'accountId' | 'scopes'>,
+  patch: unknown,
+): Promise<Account> {
+  const { accountId } = caller;
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
     throw new AppError('invalid_request', 'The body must be a JSON object');
   }
@@ -104,16 +129,29 @@ export async function updateProfile(deps: AccountDeps, accountId: string, patch:
       typeof body.handle === 'string' ? normalizeHandle(body.handle) : body.handle,
     );
     if (handle !== account.handle) {
-      const allowedAt = nextHandleChangeAt(account.handleChangedAt, now);
-      if (allowedAt) {
-        throw new AppError(
-          'conflict',
-          `The handle can change once every 7 days; next change allowed at ${allowedAt.toISOString()}`,
-          { allowedAt: allowedAt.toISOString() },
-        );
+      requireFullKey(caller, 'Changing the handle');
+      const reservation = await deps.accounts.handleReservation(handle);
+      const held = reservation && reservation.reservedUntil > now ? reservation : undefined;
+      if (held && held.accountId !== account.id) throw handleReserved(held);
+      if (held) {
+        changes.handle = handle;
+        changes.releasedHandle = { handle: account.handle, reservedUntil: held.reservedUntil };
+      } else {
+        const allowedAt = nextHandleChangeAt(account.handleChangedAt, now);
+        if (allowedAt) {
+          throw new AppError(
+            'conflict',
+            `The handle can change once every 7 days; next change allowed at ${allowedAt.toISOString()}`,
+            { allowedAt: allowedAt.toISOString() },
+          );
+        }
+        changes.handle = handle;
+        changes.handleChangedAt = now;
+        changes.releasedHandle = {
+          handle: account.handle,
+          reservedUntil: new Date(now.getTime() + HANDLE_CHANGE_COOLDOWN_MS),
+        };
       }
-      changes.handle = handle;
-      changes.handleChangedAt = now;
     }
   }
   if (Object.keys(changes).length === 0) return account;
@@ -135,4 +173,14 @@ export async function requireAccount(accounts: AccountStore, id: string): Promis
 
 export function handleTaken(handle: string): AppError {
   return new AppError('conflict', `The handle ${JSON.stringify(handle)} is taken`, { field: 'handle' });
+}
+
+/** A released handle within its reservation: taken for everyone but its previous owner. */
+export function handleReserved(reservation: Pick<HandleReservation, 'handle' | 'reservedUntil'>): AppError {
+  const until = reservation.reservedUntil.toISOString();
+  return new AppError(
+    'conflict',
+    `The handle ${JSON.stringify(reservation.handle)} is taken: it stays reserved for its previous owner until ${until}`,
+    { field: 'handle', reservedUntil: until },
+  );
 }

@@ -8,6 +8,7 @@ import {
   MAX_ACTIVE_KEYS,
   type Scope,
 } from './api-key.js';
+import { createTouchThrottle } from './touch-throttle.js';
 
 export interface ApiKeyInfo {
   id: string;
@@ -55,9 +56,10 @@ export interface Viewer {
 }
 
 /**
- * A new key for the account. `grantor` is the key making the request (API callers); it can only
- * hand out scopes it holds itself, so a read-only key cannot mint a key that sends money. The CLI
- * (the operator) passes none.
+ * A new key for the account. `grantor` is the key making the request (API callers): it must hold
+ * every scope, because a key that can mint keys can mint one with every scope, and with the
+ * 2-key limit a lesser key could otherwise fill the slots and lock its owner out. The CLI (the
+ * operator) and sign-up pass none.
  */
 export async function createApiKey(
   store: ApiKeyStore,
@@ -65,13 +67,7 @@ export async function createApiKey(
   scopes: readonly Scope[] = ALL_SCOPES,
   grantor?: Pick<Viewer, 'scopes'>,
 ): Promise<{ key: string; info: ApiKeyInfo }> {
-  const beyond = grantor ? scopes.find((scope) => !grantor.scopes.has(scope)) : undefined;
-  if (beyond) {
-    throw new AppError(
-      'forbidden',
-      `API key lacks the '${beyond}' scope: a key can only create keys with scopes it holds`,
-    );
-  }
+  if (grantor) requireFullKey(grantor, 'Creating API keys');
   const generated = generateApiKey();
   const info = await store.insertWithinLimit(
     accountId,
@@ -87,14 +83,47 @@ export async function createApiKey(
   return { key: generated.key, info };
 }
 
-export async function revokeApiKey(store: ApiKeyStore, id: string, accountId: string | null): Promise<void> {
+/**
+ * Revokes one of the account's keys (any account's when `accountId` is null: the operator).
+ * `revoker` is the key making the request: revoking another key needs a key holding every scope,
+ * so a leaked read-only key cannot revoke its owner's full key; any key may revoke itself, which
+ * only takes power away. Checked before the lookup, so a lesser key cannot probe key ids either.
+ */
+export async function revokeApiKey(
+  store: ApiKeyStore,
+  id: string,
+  accountId: string | null,
+  revoker?: Pick<Viewer, 'scopes' | 'keyId'>,
+): Promise<void> {
+  if (revoker && revoker.keyId !== id) requireFullKey(revoker, 'Revoking another API key');
   if (!(await store.revoke(id, accountId, new Date())))
     throw new AppError('not_found', `No active API key ${id}`);
 }
 
+/** Whether the key holds every scope there is: the account's own key, as sign-up hands it out. */
+export function isFullKey(viewer: Pick<Viewer, 'scopes'>): boolean {
+  return ALL_SCOPES.every((scope) => viewer.scopes.has(scope));
+}
+
+/**
+ * 403 unless the key holds every scope. For what takes over an account (its keys, its handle):
+ * scopes limit what a leaked or delegated key can do, and these would undo that limit.
+ */
+export function requireFullKey(viewer: Pick<Viewer, 'scopes'>, action: string): void {
+  const missing = ALL_SCOPES.filter((scope) => !viewer.scopes.has(scope));
+  if (missing.length > 0) {
+    throw new AppError(
+      'forbidden',
+      `API key lacks the ${missing.map((s) => `'${s}'`).join(', ')} scope${missing.length > 1 ? 's' : ''}: ${action} needs a key holding every scope (${ALL_SCOPES.join(', ')})`,
+    );
+  }
+}
+
 /** Last-use times are written at most this often per key, not on every request. */
 const TOUCH_INTERVAL_MS = 60_000;
-const lastTouched = new Map<string, number>();
+/** Keys whose last write is remembered; beyond it the oldest are forgotten (an extra write each). */
+const TOUCH_MAX_ENTRIES = 10_000;
+const lastTouched = createTouchThrottle({ intervalMs: TOUCH_INTERVAL_MS, maxEntries: TOUCH_MAX_ENTRIES });
 
 /**
  * Resolves `Authorization: Bearer <key>` to a Viewer. Missing and invalid keys are both 401
@@ -111,10 +140,7 @@ export async function authenticate(store: ApiKeyStore, authorization: string | u
     throw new AppError('unauthorized', 'Invalid API key');
   }
   const now = Date.now();
-  if (now - (lastTouched.get(stored.id) ?? 0) > TOUCH_INTERVAL_MS) {
-    lastTouched.set(stored.id, now);
-    await store.touch(stored.id, new Date(now));
-  }
+  if (lastTouched.shouldTouch(stored.id, now)) await store.touch(stored.id, new Date(now));
   return {
     accountId: stored.accountId,
     handle: stored.accountHandle,

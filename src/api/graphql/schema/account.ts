@@ -174,7 +174,11 @@ builder.queryFields((t) => ({
 const ProfileInput = builder.inputType('UpdateProfileInput', {
   description: 'Only the fields given change.',
   fields: (t) => ({
-    handle: t.string({ required: false, description: '3-20 of a-z, 0-9, _; changes once per 7 days.' }),
+    handle: t.string({
+      required: false,
+      description:
+        '3-20 of a-z, 0-9, _; changes once per 7 days, with a key holding every scope. The handle given up stays reserved for this account for 7 days; returning to it is allowed meanwhile.',
+    }),
     displayName: t.string({ required: false, description: 'At most 50 characters.' }),
     bio: t.string({ required: false, description: 'At most 160 characters.' }),
   }),
@@ -190,7 +194,8 @@ const FollowResult = builder.objectRef<{ followed: boolean; account: Account }>(
 builder.mutationFields((t) => ({
   updateProfile: t.field({
     type: AccountRef,
-    description: 'Update the own profile (REST PATCH /me/profile). Needs `read`, as the spec says.',
+    description:
+      'Update the own profile (REST PATCH /me/profile). Needs `read`, as the spec says; changing the handle needs a key holding every scope.',
     authScopes: { read: true },
     args: { input: t.arg({ type: ProfileInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
@@ -201,7 +206,7 @@ builder.mutationFields((t) => ({
       if (input.handle !== undefined) patch.handle = input.handle;
       if (input.displayName !== undefined) patch.display_name = input.displayName;
       if (input.bio !== undefined) patch.bio = input.bio;
-      return updateProfile(ctx.deps, ctx.viewer!.accountId, patch);
+      return updateProfile(ctx.deps, ctx.viewer!, patch);
     },
   }),
   follow: t.field({

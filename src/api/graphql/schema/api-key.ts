@@ -1,4 +1,4 @@
-import { parseScopes, type Scope } from '../../../domain/auth/api-key.js';
+import { ALL_SCOPES, parseScopes, type Scope } from '../../../domain/auth/api-key.js';
 import { createApiKey, revokeApiKey, type ApiKeyInfo } from '../../../domain/auth/api-keys.service.js';
 import { AppError } from '../../../domain/errors.js';
 import { builder } from '../builder.js';
@@ -6,16 +6,20 @@ import { spendFor } from '../rate-limits.js';
 import { ViewerRef } from './account.js';
 
 /*
- * API key management. Keys belong to the account, so listing, creating and revoking them need the
- * same `read` scope as the rest of the own account (viewer, updateProfile) and spend from the `read`
- * bucket. A key can only create keys with scopes it holds itself (the domain enforces it), so a
- * read-only key cannot mint one that sends money.
+ * API key management. Listing keys needs `read` (ids and scopes, never secrets). Creating a key,
+ * and revoking any key but the calling one, need a key holding every scope (the domain enforces
+ * it): otherwise a read-only key, leaked or handed to a tool, could revoke its owner's full key,
+ * fill both slots and lock the owner out. Both spend from the `read` bucket.
  */
 
 const ScopeType = builder.enumType('Scope', {
   description: 'What an API key may do.',
   values: {
-    READ: { value: 'read', description: 'Read profiles and feeds; manage the own account and keys.' },
+    READ: {
+      value: 'read',
+      description:
+        'Read profiles and feeds; edit the own display name and bio. Keys and the handle need every scope.',
+    },
     POST: { value: 'post', description: 'Post, reply, quote and repost.' },
     ENGAGE: { value: 'engage', description: 'Like and follow.' },
     SEND: { value: 'send', description: 'Send USDC.' },
@@ -52,7 +56,7 @@ builder.mutationFields((t) => ({
   createApiKey: t.field({
     type: CreatedApiKey,
     description:
-      'A new key with the given scopes (default: those of the calling key, which must hold every scope it grants); an account holds at most 2 active keys. Needs `read`.',
+      'A new key with the given scopes (default: every scope); an account holds at most 2 active keys. Needs a key holding every scope.',
     authScopes: { read: true },
     args: { scopes: t.arg({ type: [ScopeType], required: false }) },
     resolve: async (_root, { scopes }, ctx) => {
@@ -60,18 +64,19 @@ builder.mutationFields((t) => ({
       return createApiKey(
         ctx.deps.apiKeys,
         ctx.viewer!.accountId,
-        scopes ? checkedScopes(scopes) : [...ctx.viewer!.scopes],
+        scopes ? checkedScopes(scopes) : ALL_SCOPES,
         ctx.viewer!,
       );
     },
   }),
   revokeApiKey: t.boolean({
-    description: 'Revoke one of the own keys (the one in use too); true once revoked. Needs `read`.',
+    description:
+      'Revoke one of the own keys; true once revoked. Any key may revoke itself; revoking another key needs a key holding every scope.',
     authScopes: { read: true },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, { id }, ctx) => {
       await spendFor(ctx, 'read');
-      await revokeApiKey(ctx.deps.apiKeys, String(id), ctx.viewer!.accountId);
+      await revokeApiKey(ctx.deps.apiKeys, String(id), ctx.viewer!.accountId, ctx.viewer!);
       return true;
     },
   }),

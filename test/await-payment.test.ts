@@ -1,5 +1,7 @@
+import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { awaitPayment } from '../src/app/write-path/await-payment.js';
+import { createPaymentsQueue } from '../src/adapters/redis/payments-queue.js';
+import { awaitPayment, FOLLOW_GRACE_MS } from '../src/app/write-path/await-payment.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
@@ -20,17 +22,62 @@ afterAll(() => h?.close());
 
 test('a new payment answers sent; awaiting it again answers from the row without waiting', async () => {
   const post = await createPaidPost(h.env.app, alice.account.id, { type: 'post', content: 'await me' });
-  const first = await awaitPayment(h.env.app, post.chainTransactionId);
+  const first = await awaitPayment(h.env.app, post);
   expect(first).toEqual({ settled: 'sent', swapTx: post.swapTx });
 
   // The job exists (in flight or done): its 'sent' event is past.
   const started = Date.now();
-  const again = await awaitPayment(h.env.app, post.chainTransactionId);
+  const again = await awaitPayment(h.env.app, post);
   expect(['sent', 'confirmed']).toContain(again.settled);
   expect(again.swapTx).toBe(post.swapTx);
   expect(Date.now() - started).toBeLessThan(2_000);
 
   await paymentsSettled(h.env.app.db);
-  const settled = await awaitPayment(h.env.app, post.chainTransactionId);
+  const settled = await awaitPayment(h.env.app, post);
   expect(settled).toEqual({ settled: 'confirmed', swapTx: post.swapTx });
+});
+
+/** A TCP port that accepts connections and never answers: a Redis that hangs. */
+async function silentServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test('a committed payment whose enqueue hangs answers pending with its swap_tx in bounded time; the sweeper settles it', async () => {
+  const hung = await silentServer();
+  const queue = createPaymentsQueue(hung.url, h.env.app.config.REDIS_PREFIX);
+  try {
+    const writeTimeoutMs = 1_000;
+    const deps = { ...h.env.app, payments: queue, writeTimeoutMs };
+    const post = await createPaidPost(deps, alice.account.id, { type: 'post', content: 'redis hangs' });
+    const started = Date.now();
+    const awaited = await awaitPayment(deps, post);
+    expect(awaited).toEqual({ settled: 'pending', swapTx: post.swapTx });
+    // Bounded by WRITE_TIMEOUT_MS plus the grace (a generous margin for a loaded machine).
+    expect(Date.now() - started).toBeLessThan(writeTimeoutMs + FOLLOW_GRACE_MS + 5_000);
+
+    // Nothing enqueued it; the worker role's sweeper of this harness takes it to confirmed.
+    await paymentsSettled(h.env.app.db, 60_000);
+    const row = await h.env.app.db
+      .selectFrom('chain_transactions')
+      .select('status')
+      .where('id', '=', post.chainTransactionId)
+      .executeTakeFirstOrThrow();
+    expect(row.status).toBe('confirmed');
+  } finally {
+    await queue.close(); // bounded even against a Redis that never answers
+    await hung.close();
+  }
 });

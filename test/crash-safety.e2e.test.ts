@@ -98,7 +98,7 @@ describe('payments worker crash safety', { timeout: 180_000 }, () => {
     const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'committed, unsent' });
     expect(await env.app.rpc.getSignatureStatuses([post.swapTx])).toEqual([null]);
 
-    const restarted = await startWorker(); // resumes every unfinished outbox row on start
+    const restarted = await startWorker(); // its outbox sweeper hands every unfinished row back
     await until(async () => (await statusOf(post.chainTransactionId)) === 'confirmed', 'confirmation');
     await kill(restarted);
     expect(await usdc(author.walletAddress)).toBe(2_000_000n);

@@ -1,13 +1,15 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { fundUsdc } from '../src/adapters/solana/index.js';
+import { createPaymentsQueue } from '../src/adapters/redis/payments-queue.js';
+import { fundUsdc, type PlatformChain } from '../src/adapters/solana/index.js';
 import { buildServer } from '../src/api/server.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { processorsFor } from '../workers/processors.js';
 import type { RunningRole } from '../workers/role.js';
 import { startWorkerRole } from '../workers/worker.role.js';
-import { settledMoney } from './support/balances.js';
+import { onChainUsdc, settledMoney } from './support/balances.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -16,15 +18,18 @@ let worker: RunningRole;
 let base: string;
 let key: string;
 let accountId: string;
+let walletAddress: string;
+let platform: PlatformChain;
 
 beforeAll(async () => {
   env = await openTestEnv({ RATE_LIMIT_MULTIPLIER: '0' }, { chain: true });
-  const platform = await env.app.bootstrapChain();
+  platform = await env.app.bootstrapChain();
   server = await buildServer(env.app);
   base = await server.listen({ port: 0, host: '127.0.0.1' });
   worker = await startWorkerRole(env.app, processorsFor(env.app));
   const account = await createAccount(env.app, { handle: 'idem_user' });
   accountId = account.id;
+  walletAddress = account.walletAddress;
   key = (await createApiKey(env.app.apiKeys, account.id)).key;
   const { signature } = await fundUsdc(env.app.rpc, platform, account.walletAddress, 5_000_000n);
   await env.app.ledger.record({
@@ -42,8 +47,8 @@ afterAll(async () => {
   await env?.close();
 });
 
-const post = (idempotencyKey: string, content: string) =>
-  fetch(`${base}/api/v1/posts`, {
+const post = (idempotencyKey: string, content: string, server = base) =>
+  fetch(`${server}/api/v1/posts`, {
     method: 'POST',
     headers: {
       authorization: `Bearer ${key}`,
@@ -82,5 +87,117 @@ describe('Idempotency-Key on money-moving POSTs', () => {
       message: 'This Idempotency-Key was used with a different request',
     });
     expect(await balance()).toBe(3_000_000n);
+  });
+});
+
+/**
+ * The money move commits before its job is enqueued. A server whose payments queue refuses every
+ * command (its Redis connection closed: what a Redis outage looks like to the API) stands for an
+ * enqueue that failed after the commit; the worker role of this file still runs against the live
+ * Redis, as a healthy worker would while the API's connection is down.
+ */
+describe('a paid write whose money has moved never answers 5xx', () => {
+  let broken: FastifyInstance;
+  let brokenBase: string;
+
+  beforeAll(async () => {
+    const refusing = createPaymentsQueue(env.app.stack.redis.url, env.app.config.REDIS_PREFIX);
+    await refusing.close();
+    await expect(refusing.enqueue('00000000-0000-0000-0000-000000000000')).rejects.toThrow();
+    broken = await buildServer({ ...env.app, payments: refusing });
+    brokenBase = await broken.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await broken?.close();
+  });
+
+  const outboxRowOf = (signature: string) =>
+    env.app.db
+      .selectFrom('chain_transactions')
+      .select(['id', 'status'])
+      .where((eb) =>
+        eb.or([
+          eb('signature', '=', signature),
+          eb(eb.val(signature), '=', eb.fn.any('replaced_signatures')),
+        ]),
+      )
+      .executeTakeFirstOrThrow();
+
+  async function confirmedBySweeper(signature: string): Promise<void> {
+    // No request and no restart enqueues this row: only the worker's outbox sweeper can.
+    const deadline = Date.now() + 60_000;
+    while ((await outboxRowOf(signature)).status !== 'confirmed') {
+      if (Date.now() > deadline) throw new Error(`payment ${signature} was not confirmed within 60 s`);
+      await sleep(100);
+    }
+  }
+
+  test('a post whose enqueue fails answers 202 with its swap_tx; the same key replays it, paid once, and the sweeper confirms it', async () => {
+    const balanceBefore = await balance();
+    const usdcBefore = await onChainUsdc(env.app, platform, walletAddress);
+
+    const first = await post('key-enqueue-down', 'paid while redis was down', brokenBase);
+    expect(first.status).toBe(202);
+    const firstText = await first.text();
+    const body = JSON.parse(firstText) as { id: string; swap_tx: string; status?: string };
+    expect(body.status).toBe('pending');
+    expect(body.swap_tx).toMatch(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+    expect((await outboxRowOf(body.swap_tx)).status).not.toBe('failed');
+
+    // The retry a client makes after a 202 (or after a lost answer): the same post, not a second one.
+    for (const server of [brokenBase, base]) {
+      const again = await post('key-enqueue-down', 'paid while redis was down', server);
+      expect(again.status).toBe(202);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(await again.text()).toBe(firstText);
+    }
+
+    await confirmedBySweeper(body.swap_tx);
+    expect(await balance()).toBe(balanceBefore - 1_000_000n);
+    expect(await onChainUsdc(env.app, platform, walletAddress)).toBe(usdcBefore - 1_000_000n);
+    const posts = await env.app.db
+      .selectFrom('posts')
+      .select('id')
+      .where('content', '=', 'paid while redis was down')
+      .execute();
+    expect(posts).toEqual([{ id: body.id }]);
+  });
+
+  test('GraphQL createPost and REST send whose enqueue fails answer pending with their swap_tx, never an error', async () => {
+    const friend = await createAccount(env.app, { handle: 'idem_friend' });
+    const balanceBefore = await balance();
+
+    const gql = await fetch(`${brokenBase}/graphql`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        query:
+          'mutation { createPost(input: { type: POST, content: "graphql while redis was down" }) { id swapTx status } }',
+      }),
+    });
+    const result = (await gql.json()) as {
+      data?: { createPost: { id: string; swapTx: string; status: string } };
+      errors?: unknown[];
+    };
+    expect(result.errors).toBeUndefined();
+    expect(result.data?.createPost.status).toBe('PENDING');
+
+    const sent = await fetch(`${brokenBase}/api/v1/send`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'send-enqueue-down',
+      },
+      body: JSON.stringify({ to_handle: friend.handle, amount_usd: 0.25 }),
+    });
+    expect(sent.status).toBe(202);
+    const sendBody = (await sent.json()) as { swap_tx: string; status?: string };
+    expect(sendBody.status).toBe('pending');
+
+    await confirmedBySweeper(result.data!.createPost.swapTx);
+    await confirmedBySweeper(sendBody.swap_tx);
+    expect(await balance()).toBe(balanceBefore - 1_250_000n);
+    expect(await onChainUsdc(env.app, platform, friend.walletAddress)).toBe(250_000n);
   });
 });

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createRedis } from '../src/adapters/redis/index.js';
+import { PAYMENT_BACKOFF, paymentBackoffStrategy } from '../src/adapters/redis/payments-queue.js';
 import type { RunningRole } from '../workers/role.js';
 import { startWorkerRole } from '../workers/worker.role.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
@@ -50,6 +51,45 @@ test('a queue served by several fetchers runs every job once and shares one conc
     expect([...fetchersUsed].sort()).toEqual(['fetchers-probe-1', 'fetchers-probe-2', 'fetchers-probe-3']);
     expect(mostInFlight).toBeGreaterThan(2);
     expect(mostInFlight).toBeLessThanOrEqual(6);
+  } finally {
+    await role?.stop();
+    await queue.obliterate({ force: true }).catch(() => {});
+    await queue.close();
+    connection.disconnect();
+  }
+});
+
+test("a queue's backoff strategy serves its jobs' retries (the payments queue's capped backoff)", async () => {
+  const connection = createRedis(env.app.stack.redis.url, 'client');
+  const queue = new Queue('backoff-probe', { connection, prefix: env.app.config.REDIS_PREFIX });
+  const triedAt: number[] = [];
+  let role: RunningRole | undefined;
+  try {
+    role = await startWorkerRole(env.app, [
+      {
+        queue: 'backoff-probe',
+        concurrency: 1,
+        backoffStrategy: paymentBackoffStrategy,
+        process: () => {
+          triedAt.push(Date.now());
+          return triedAt.length < 3 ? Promise.reject(new Error('RPC down')) : Promise.resolve('paid');
+        },
+      },
+    ]);
+    // BullMQ knows no such type by itself: without the Worker's strategy the first failure fails
+    // the job for good ("Unknown backoff strategy").
+    const job = await queue.add('probe', {}, { attempts: 10, backoff: { type: PAYMENT_BACKOFF } });
+    const deadline = Date.now() + 20_000;
+    let state = await job.getState();
+    while (state !== 'completed' && state !== 'failed' && Date.now() < deadline) {
+      await sleep(50);
+      state = await job.getState();
+    }
+    expect(state).toBe('completed');
+    expect(triedAt).toHaveLength(3);
+    // 0.5 s then 1 s, less jitter (at most 20%): the second pause is the longer.
+    expect(triedAt[1]! - triedAt[0]!).toBeGreaterThanOrEqual(350);
+    expect(triedAt[2]! - triedAt[1]!).toBeGreaterThanOrEqual(750);
   } finally {
     await role?.stop();
     await queue.obliterate({ force: true }).catch(() => {});

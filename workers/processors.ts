@@ -3,7 +3,12 @@ import {
   scheduleCreatorFundEpochs,
   unscheduleCreatorFundEpochs,
 } from '../src/adapters/redis/creator-fund-queue.js';
-import { PAYMENTS_QUEUE, type PaymentJob, type SentProgress } from '../src/adapters/redis/payments-queue.js';
+import {
+  PAYMENTS_QUEUE,
+  paymentBackoffStrategy,
+  type PaymentJob,
+  type SentProgress,
+} from '../src/adapters/redis/payments-queue.js';
 import type { App } from '../src/app/app.js';
 import { runDueEpochs } from '../src/app/creator-fund/run-epoch.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
@@ -25,20 +30,14 @@ export function processorsFor(app: App): QueueProcessor[] {
         settlePayment(app, (job.data as PaymentJob).chainTransactionId, {
           onSent: (signature) => job.updateProgress({ stage: 'sent', signature } satisfies SentProgress),
         }),
+      // Retries wait 0.5 s doubling up to 60 s, never longer (paymentRetryDelayMs).
+      backoffStrategy: paymentBackoffStrategy,
       // A worker killed mid-job holds the job's lock until it expires: short locks (renewed every
       // 5 s while alive) and a frequent stall check hand it to another worker within ~15 s.
       // Settling is idempotent, so a stalled job may safely run again, as often as crashes happen.
       lock: { lockDuration: 10_000, stalledInterval: 5_000, maxStalledCount: 1_000 },
-      /** Unfinished outbox rows (a crash, a restart): enqueued again; job ids dedupe the live ones. */
-      resume: async () => {
-        const rows = await app.db
-          .selectFrom('chain_transactions')
-          .select('id')
-          .where('status', 'in', ['signed', 'sent'])
-          .execute();
-        for (const row of rows) await app.payments.enqueue(row.id);
-        return rows.length;
-      },
+      // No start-up resume: the worker role's outbox sweeper (workers/outbox-sweeper.loop.ts)
+      // runs its first round at start and every few seconds after, in bounded batches.
     },
     {
       queue: CREATOR_FUND_QUEUE,

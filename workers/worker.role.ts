@@ -1,7 +1,9 @@
-import { Worker, type Processor } from 'bullmq';
+import { Worker, type BackoffStrategy, type Processor } from 'bullmq';
 import type { App } from '../src/app/app.js';
 import { createRedis } from '../src/adapters/redis/index.js';
 import { startEventShipper } from './event-shipper.loop.js';
+import { startIdempotencyPurge } from './idempotency-purge.loop.js';
+import { OUTBOX_SWEEP_MS, startOutboxSweeper } from './outbox-sweeper.loop.js';
 import { startTrendingBuilder, TRENDING_REBUILD_MS } from './trending.loop.js';
 import type { RunningRole } from './role.js';
 
@@ -17,6 +19,8 @@ export interface QueueProcessor {
    */
   fetchers?: number;
   process: Processor;
+  /** Serves the custom backoff type the queue's jobs name (BullMQ asks the Worker for it). */
+  backoffStrategy?: BackoffStrategy;
   /** Lock and stall settings: how fast a job held by a crashed worker is picked up again. */
   lock?: { lockDuration: number; stalledInterval: number; maxStalledCount: number };
   /** Re-enqueues work a crash left unfinished; returns how many items it found. */
@@ -40,6 +44,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
         connection,
         prefix: app.config.REDIS_PREFIX,
         concurrency: Math.ceil(p.concurrency / fetchers),
+        ...(p.backoffStrategy ? { settings: { backoffStrategy: p.backoffStrategy } } : {}),
         ...p.lock,
       });
       worker.on('failed', (job, error) =>
@@ -55,6 +60,8 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
   }
   const shipper = startEventShipper(app);
   const trending = startTrendingBuilder(app);
+  const sweeper = startOutboxSweeper(app);
+  const purge = startIdempotencyPurge(app);
   return {
     name: 'worker',
     summary: [
@@ -64,9 +71,10 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
       ),
       'event shipper: domain events and ledger legs to ClickHouse',
       `trending snapshot: rebuilt every ${TRENDING_REBUILD_MS / 1000} s`,
+      `outbox sweeper: unfinished payments back to the queue every ${OUTBOX_SWEEP_MS / 1000} s`,
     ],
     stop: async () => {
-      await Promise.all([shipper.stop(), trending.stop()]);
+      await Promise.all([shipper.stop(), trending.stop(), sweeper.stop(), purge.stop()]);
       // close() waits for the jobs in progress to finish: a SIGTERM never cuts a payment in half.
       await Promise.all(workers.map((w) => w.close()));
       connection.disconnect();

@@ -1,7 +1,46 @@
-import { Queue, QueueEvents, type Job } from 'bullmq';
+import { Queue, QueueEvents, type BackoffStrategy, type Job } from 'bullmq';
 import { createRedis } from './redis.js';
 
 export const PAYMENTS_QUEUE = 'payments';
+
+/**
+ * The payments queue's own backoff type: BullMQ's built-in exponential backoff has no ceiling, so
+ * after an hour-long RPC outage a payment's next try was an hour away. Served by
+ * `paymentBackoffStrategy`, which every Worker of the queue must be given (workers/processors.ts).
+ */
+export const PAYMENT_BACKOFF = 'capped-exponential';
+/** First retry delay; it doubles per failed attempt up to PAYMENT_RETRY_CAP_MS. */
+export const PAYMENT_RETRY_BASE_MS = 500;
+/** Longest pause between two tries of a payment, however long the outage lasted. */
+export const PAYMENT_RETRY_CAP_MS = 60_000;
+/**
+ * Tries of a payment job before BullMQ would call it failed: in effect never (at one a minute,
+ * ~1,900 years). Not Number.MAX_SAFE_INTEGER: BullMQ's Lua scripts keep it as a double and give
+ * back a different number.
+ */
+export const PAYMENT_ATTEMPTS = 1_000_000_000;
+
+/**
+ * Milliseconds before the next try of a payment job that failed `attemptsMade` times (1 after the
+ * first failure): 0.5 s, 1 s, 2 s, ... capped at 60 s, less up to 20% jitter so that payments
+ * failing together (an RPC outage) do not all come back in the same instant. Never more than
+ * PAYMENT_RETRY_CAP_MS.
+ */
+export function paymentRetryDelayMs(attemptsMade: number, random: () => number = Math.random): number {
+  const exponent = Math.min(Math.max(attemptsMade, 1) - 1, 30); // 2^30 * 500 ms is past any cap
+  const ceiling = Math.min(PAYMENT_RETRY_CAP_MS, PAYMENT_RETRY_BASE_MS * 2 ** exponent);
+  return Math.round(ceiling * (1 - 0.2 * random()));
+}
+
+/** The Worker setting that serves PAYMENT_BACKOFF (BullMQ asks the Worker for custom types). */
+export const paymentBackoffStrategy: BackoffStrategy = (attemptsMade) => paymentRetryDelayMs(attemptsMade);
+
+/**
+ * What `resubmit` did with an unfinished row's job: added it (there was none), revived it (it had
+ * failed or completed, or was a delayed job from before the capped backoff, and blocked its id), or
+ * left it alone (waiting, delayed or running: the queue has it).
+ */
+export type Resubmitted = 'added' | 'revived' | 'queued';
 
 export interface PaymentJob {
   chainTransactionId: string;
@@ -14,6 +53,9 @@ export interface PaymentJob {
  */
 export type PaymentSignal =
   { kind: 'sent'; signature: string } | { kind: 'done' } | { kind: 'duplicated' } | { kind: 'timeout' };
+
+/** How long close() lets BullMQ finish its work with Redis before it drops the connections. */
+const CLOSE_GRACE_MS = 3_000;
 
 /** The progress a payments job reports once the cluster executed its transaction. */
 export interface SentProgress {
@@ -36,6 +78,13 @@ export interface PaymentsQueue {
   enqueue(chainTransactionId: string): Promise<Job<PaymentJob>>;
   /** The job id enqueue() gives the settlement of this outbox row. */
   jobIdOf(chainTransactionId: string): string;
+  /**
+   * Makes sure an unfinished outbox row has a live job (the outbox sweeper): enqueues it when it
+   * has none, and replaces a job that would block its id (failed, completed, or delayed under the
+   * old uncapped backoff). Safe to run from several processes at once: a job removed twice or
+   * added twice is one job (ids dedupe), and a running job is never removed (it holds a lock).
+   */
+  resubmit(chainTransactionId: string): Promise<Resubmitted>;
   /**
    * Starts listening for the job's progress ('sent') or completion, for at most `timeoutMs`. It
    * listens from the moment it is called: a caller checks the stored state after calling it, so
@@ -65,23 +114,45 @@ export function createPaymentsQueue(redisUrl: string, prefix: string): PaymentsQ
   events.on('completed', ({ jobId }) => notify(jobId, { kind: 'done' }));
   events.on('duplicated', ({ jobId }) => notify(jobId, { kind: 'duplicated' }));
   const jobIdOf = (chainTransactionId: string) => `pay-${chainTransactionId}`;
+  const enqueue = (chainTransactionId: string) =>
+    queue.add(
+      'settle',
+      { chainTransactionId },
+      {
+        jobId: jobIdOf(chainTransactionId),
+        // Retryable failures (RPC down, timeouts, a blockhash that keeps expiring) are retried
+        // for as long as the row is unfinished: a committed payment is never abandoned, and each
+        // try re-sends the same bytes or re-signs. The pause is capped (paymentRetryDelayMs).
+        attempts: PAYMENT_ATTEMPTS,
+        backoff: { type: PAYMENT_BACKOFF },
+        removeOnComplete: { age: 24 * 3600 },
+        // Kept a day to look at; the sweeper replaces one whose row is still unfinished.
+        removeOnFail: { age: 24 * 3600 },
+      },
+    );
 
   return {
     queue,
     jobIdOf,
-    enqueue: (chainTransactionId) =>
-      queue.add(
-        'settle',
-        { chainTransactionId },
-        {
-          jobId: jobIdOf(chainTransactionId),
-          // Retryable chain failures (RPC down, timeouts) back off up to ~minutes, then keep trying.
-          attempts: 30,
-          backoff: { type: 'exponential', delay: 500 },
-          removeOnComplete: { age: 24 * 3600 },
-          removeOnFail: { age: 7 * 24 * 3600 },
-        },
-      ),
+    enqueue,
+    resubmit: async (chainTransactionId) => {
+      const job = await queue.getJob(jobIdOf(chainTransactionId));
+      if (!job) {
+        await enqueue(chainTransactionId);
+        return 'added';
+      }
+      const state = await job.getState();
+      const blocking =
+        state === 'failed' ||
+        state === 'completed' ||
+        state === 'unknown' ||
+        (state === 'delayed' && job.opts.backoff !== undefined && !isCapped(job.opts.backoff));
+      if (!blocking) return 'queued';
+      // remove() refuses a job another worker has just taken (locked): then it is live anyway.
+      await job.remove().catch(() => undefined);
+      await enqueue(chainTransactionId);
+      return 'revived';
+    },
     waitFor: (jobId, timeoutMs) => {
       let wake!: (signal: PaymentSignal) => void;
       const signal = new Promise<PaymentSignal>((resolve) => (wake = resolve));
@@ -107,10 +178,21 @@ export function createPaymentsQueue(redisUrl: string, prefix: string): PaymentsQ
       };
     },
     close: async () => {
-      await events.close();
-      await queue.close();
+      // A Redis that hangs would hold a graceful close forever: past a few seconds, cut it.
+      let timer: NodeJS.Timeout | undefined;
+      const cut = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)));
+      const graceful = (async () => {
+        await events.close();
+        await queue.close();
+      })();
+      await Promise.race([graceful.catch(() => {}), cut]);
+      clearTimeout(timer);
       connection.disconnect();
       eventsConnection.disconnect();
     },
   };
+}
+
+function isCapped(backoff: number | { type?: string }): boolean {
+  return typeof backoff === 'object' && backoff.type === PAYMENT_BACKOFF;
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { sql } from 'kysely';
+import { IDEMPOTENCY_KEY_TTL_HOURS } from '../../app/write-path/idempotency-keys.js';
 import { AppError } from '../../domain/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 
@@ -15,8 +16,6 @@ declare module 'fastify' {
   }
 }
 
-/** Keys are kept at least this long; an older one may be used again. */
-const KEY_TTL_HOURS = 24;
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
 const POLL_MS = 50;
 
@@ -26,6 +25,11 @@ const POLL_MS = 50;
  * body gets the first answer (waiting while the first is still in flight), marked
  * `Idempotent-Replayed: true`; a repeat with another body is 422. A 5xx answer is not kept, so
  * the client may retry the same key. Without the header nothing changes.
+ *
+ * That last rule is safe only because a 5xx always means nothing was charged: once a paid write's
+ * money move has committed, the route answers 201 or 202 `pending` whatever fails after it
+ * (awaitPayment), and that answer is kept like any other. Keys older than the TTL are reused here
+ * and purged by the worker role (workers/idempotency-purge.loop.ts).
  */
 export function registerIdempotency(api: FastifyInstance, deps: ApiDeps): void {
   api.addHook('preHandler', async (request, reply) => {
@@ -48,7 +52,7 @@ export function registerIdempotency(api: FastifyInstance, deps: ApiDeps): void {
       .deleteFrom('idempotency_keys')
       .where('account_id', '=', accountId)
       .where('key', '=', key)
-      .where('created_at', '<', sql<Date>`now() - make_interval(hours => ${KEY_TTL_HOURS})`)
+      .where('created_at', '<', sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})`)
       .execute();
     const owned = await deps.db
       .insertInto('idempotency_keys')

@@ -117,7 +117,7 @@ export async function swapToUsdc(
     });
     // Waits for 'sent' (executed) up to WRITE_TIMEOUT_MS. Past it the lock is released anyway:
     // the next swap's previousSwapsExecuted() waits for this row before reading reserves.
-    const awaited = await awaitPayment(deps, chainTransactionId);
+    const awaited = await awaitPayment(deps, { chainTransactionId, swapTx: payment.signature });
     return { id: swapId, quote, chainTransactionId, settled: awaited.settled, swapTx: awaited.swapTx };
   });
 }

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { PaymentsQueue } from '../../adapters/redis/payments-queue.js';
 import { AppError } from '../../domain/errors.js';
 import type { WritePathDeps } from './create-post.js';
@@ -6,13 +7,22 @@ export interface AwaitPaymentDeps extends WritePathDeps {
   payments: PaymentsQueue;
   /** WRITE_TIMEOUT_MS: how long a paid write waits for the cluster before answering 202. */
   writeTimeoutMs: number;
+  logger: Logger;
+}
+
+/** A money move whose outbox row has committed: from here on it settles, whatever happens. */
+export interface CommittedPayment {
+  chainTransactionId: string;
+  /** The signature committed with the row: the `swap_tx` a 202 shows when nothing newer is known. */
+  swapTx: string;
 }
 
 export interface AwaitedPayment {
   /**
    * `sent`: the cluster executed the transaction (commitment processed), the worker follows it to
    * confirmed; `confirmed`/`finalized`: already there; `pending`: none of that within
-   * WRITE_TIMEOUT_MS, the worker goes on (answer 202).
+   * WRITE_TIMEOUT_MS, or following it failed (Redis or Postgres down): the worker (or the outbox
+   * sweeper) goes on (answer 202).
    */
   settled: 'sent' | 'confirmed' | 'finalized' | 'pending';
   /** The signature to show as `swap_tx`: a re-sign after blockhash expiry changes it. */
@@ -20,10 +30,24 @@ export interface AwaitedPayment {
 }
 
 /**
+ * Beyond WRITE_TIMEOUT_MS, how long following a payment may take before the request answers 202
+ * anyway: enqueueing on a Redis that accepts connections but never answers would otherwise hang
+ * the request (BullMQ waits for a connection to become ready without a deadline).
+ */
+export const FOLLOW_GRACE_MS = 2_000;
+
+/**
  * Hands one committed outbox row to the payments worker (the job id comes from the row, so this is
  * safe to repeat) and waits up to WRITE_TIMEOUT_MS for the cluster to execute it: the one step
- * every paid write (post, repost, send; REST and GraphQL) shares. The row is the truth; the job's
- * events only say when to look at it again.
+ * every paid write (post, repost, send, swap; REST and GraphQL) shares. The row is the truth; the
+ * job's events only say when to look at it again.
+ *
+ * The money has moved when this is called, so it never fails for an infrastructure reason: if the
+ * enqueue, the wait or the row read fails (or hangs past WRITE_TIMEOUT_MS + FOLLOW_GRACE_MS) the
+ * answer is `pending` with the committed signature, and the outbox sweeper hands the row to the
+ * queue within seconds. An error here would be a 5xx, which frees the Idempotency-Key, and the
+ * client's retry would pay a second time. The one error left is a payment that failed on chain
+ * and was refunded: nothing was charged, so the client may retry.
  *
  * The wait starts before the job is added, so a new job's events cannot be missed and the row
  * needs no read on the common path. A job that already existed (a retry) may be past its events:
@@ -31,8 +55,41 @@ export interface AwaitedPayment {
  */
 export async function awaitPayment(
   deps: AwaitPaymentDeps,
-  chainTransactionId: string,
+  payment: CommittedPayment,
 ): Promise<AwaitedPayment> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'deadline'>((resolve) => {
+    timer = setTimeout(() => resolve('deadline'), deps.writeTimeoutMs + FOLLOW_GRACE_MS);
+  });
+  const followed = follow(deps, payment.chainTransactionId);
+  let row: Awaited<typeof followed> | 'deadline';
+  try {
+    row = await Promise.race([followed, deadline]);
+  } catch (error) {
+    deps.logger.warn(
+      { err: error, chainTransactionId: payment.chainTransactionId },
+      'payment committed but not followed (answered pending); the outbox sweeper hands it to the worker',
+    );
+    return { settled: 'pending', swapTx: payment.swapTx };
+  } finally {
+    clearTimeout(timer);
+  }
+  if (row === 'deadline') {
+    followed.catch(() => {}); // still running against a hung Redis or Postgres: nobody waits for it
+    deps.logger.warn(
+      { chainTransactionId: payment.chainTransactionId },
+      'payment committed but following it hung (answered pending); the outbox sweeper hands it to the worker',
+    );
+    return { settled: 'pending', swapTx: payment.swapTx };
+  }
+  if (row.status === 'failed') {
+    throw new AppError('unavailable', 'The payment failed on chain and was refunded; try again');
+  }
+  return { settled: row.status === 'signed' ? 'pending' : row.status, swapTx: row.signature };
+}
+
+/** Enqueues the row's job, waits for its signal, and says where the row is. */
+async function follow(deps: AwaitPaymentDeps, chainTransactionId: string) {
   const jobId = deps.payments.jobIdOf(chainTransactionId);
   let wait = deps.payments.waitFor(jobId, deps.writeTimeoutMs);
   await deps.payments.enqueue(chainTransactionId).catch((error: unknown) => {
@@ -42,19 +99,17 @@ export async function awaitPayment(
   let signal = await wait.signal;
   if (signal.kind === 'duplicated') {
     wait = deps.payments.waitFor(jobId, deps.writeTimeoutMs);
-    const stored = await outboxRow(deps, chainTransactionId);
+    const stored = await outboxRow(deps, chainTransactionId).catch((error: unknown) => {
+      wait.cancel();
+      throw error;
+    });
     if (stored.status === 'signed') signal = await wait.signal;
     else wait.cancel();
   }
   // 'sent' carries what a read would find; anything else: the row says how it ended.
-  const row =
-    signal.kind === 'sent'
-      ? { status: 'sent' as const, signature: signal.signature }
-      : await outboxRow(deps, chainTransactionId);
-  if (row.status === 'failed') {
-    throw new AppError('unavailable', 'The payment failed on chain and was refunded; try again');
-  }
-  return { settled: row.status === 'signed' ? 'pending' : row.status, swapTx: row.signature };
+  return signal.kind === 'sent'
+    ? { status: 'sent' as const, signature: signal.signature }
+    : await outboxRow(deps, chainTransactionId);
 }
 
 function outboxRow(deps: WritePathDeps, chainTransactionId: string) {

@@ -121,7 +121,7 @@ builder.mutationFields((t) => ({
         ...(input.parentId ? { parent_id: String(input.parentId) } : {}),
         ...(input.quotedPostId ? { quoted_post_id: String(input.quotedPostId) } : {}),
       });
-      const { settled, swapTx } = await awaitPayment(ctx.deps, created.chainTransactionId);
+      const { settled, swapTx } = await awaitPayment(ctx.deps, created);
       await postWritten(ctx.deps, created);
       return { ...created, status: settled, landedSwapTx: swapTx };
     },
@@ -134,7 +134,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { postId }, ctx) => {
       await spendFor(ctx, 'repost');
       const created = await repostPost(ctx.deps, ctx.viewer!.accountId, String(postId));
-      const { settled, swapTx } = await awaitPayment(ctx.deps, created.chainTransactionId);
+      const { settled, swapTx } = await awaitPayment(ctx.deps, created);
       await postCountsChanged(ctx.deps, created.repostOf);
       return { ...created, status: settled, landedSwapTx: swapTx };
     },
@@ -151,7 +151,7 @@ builder.mutationFields((t) => ({
         amount_usd: input.amountUsd,
         ...(input.memo !== null && input.memo !== undefined ? { memo: input.memo } : {}),
       });
-      const { settled, swapTx } = await awaitPayment(ctx.deps, created.chainTransactionId);
+      const { settled, swapTx } = await awaitPayment(ctx.deps, created);
       return { ...created, status: settled, landedSwapTx: swapTx };
     },
   }),

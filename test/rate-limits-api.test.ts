@@ -3,6 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { buildServer } from '../src/api/server.js';
 import { openApp, type App } from '../src/app/app.js';
+import { createRateLimiter } from '../src/adapters/redis/rate-limiter.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { depositUsdc } from './support/deposit.js';
@@ -30,12 +31,6 @@ afterAll(async () => {
   await env?.close();
 });
 
-/** Windows are whole minutes: start a burst early in one so it cannot straddle two. */
-async function awaitFreshWindow(): Promise<void> {
-  const intoMinute = Date.now() % 60_000;
-  if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 50));
-}
-
 const me = (base: string, key: string) =>
   fetch(`${base}/api/v1/me`, { headers: { authorization: `Bearer ${key}` } });
 
@@ -46,7 +41,6 @@ test(
     const account = await createAccount(env.app, { handle: 'reader_1' });
     const first = await createApiKey(env.app.apiKeys, account.id);
     const other = await createApiKey(env.app.apiKeys, account.id);
-    await awaitFreshWindow();
     // 60 reads per minute per account: 30 through each process, half with each key.
     for (let i = 0; i < 60; i++) {
       const response = await me(bases[i % 2]!, i % 4 < 2 ? first.key : other.key);
@@ -68,22 +62,111 @@ test(
   },
 );
 
-test('sign-up is limited per client IP', { timeout: 60_000 }, async () => {
-  let status = 0;
-  let attempts = 0;
-  // Invalid handles spend the budget too (the limit runs before validation) without chain work.
-  while (status !== 429 && attempts < 10) {
-    attempts++;
-    const response = await fetch(`${bases[0]}/api/v1/accounts`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ handle: 'NOT VALID' }),
-    });
-    status = response.status;
+const signUp = (base: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${base}/api/v1/accounts`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+
+async function expectRateLimited(response: Response, context: string): Promise<void> {
+  expect(response.status, context).toBe(429);
+  const retryAfter = Number(response.headers.get('retry-after'));
+  expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 3_600, context).toBe(true);
+  expect(await response.json(), context).toEqual({
+    error: 'rate_limited',
+    message: expect.stringMatching(/^Rate limit exceeded/),
+  });
+}
+
+test('50 sign-ups with a rotating X-Forwarded-For get the budget of one client: 5 per hour', async () => {
+  const statuses: number[] = [];
+  for (let i = 0; i < 50; i++) {
+    // One real sign-up, then invalid handles: they spend the per-IP budget too (it is checked
+    // before the body) without work.
+    const response = await signUp(
+      bases[0]!,
+      { handle: i === 0 ? 'spoofer' : 'NOT VALID' },
+      {
+        'x-forwarded-for': `198.51.100.${i + 1}`,
+        'x-forwarded-host': `spoofed-${i}.example`,
+        'x-forwarded-proto': 'https',
+      },
+    );
+    statuses.push(response.status);
+    if (i === 0) {
+      // X-Forwarded-Host and -Proto do not count either: the URLs we hand out are ours.
+      const { account } = (await response.json()) as { account: { avatar_url: string } };
+      expect(account.avatar_url.startsWith(`${bases[0]}/avatars/`), account.avatar_url).toBe(true);
+    } else if (i >= 5) await expectRateLimited(response, `sign-up ${i + 1}`);
+    else await response.body?.cancel();
   }
-  expect(status).toBe(429);
-  expect(attempts).toBe(6);
+  expect(statuses.slice(0, 5)).toEqual([201, 400, 400, 400, 400]);
+  // The other process shares the budget of this client too.
+  await expectRateLimited(await signUp(bases[1]!, { handle: 'NOT VALID' }), 'second process');
 });
+
+test('behind TRUST_PROXY_HOPS=1 the client is the rightmost X-Forwarded-For entry', async () => {
+  // A proxy of ours appends the address it saw; what the client wrote further left is ignored.
+  const server = await buildServer({ ...env.app, trustProxyHops: 1 });
+  try {
+    const base = await server.listen({ port: 0, host: '127.0.0.1' });
+    for (let i = 0; i < 5; i++) {
+      const response = await signUp(
+        base,
+        { handle: 'NOT VALID' },
+        { 'x-forwarded-for': `10.9.9.${i}, 203.0.113.9` },
+      );
+      expect(response.status, `sign-up ${i + 1}`).toBe(400);
+    }
+    await expectRateLimited(
+      await signUp(base, { handle: 'NOT VALID' }, { 'x-forwarded-for': '10.9.9.77, 203.0.113.9' }),
+      'sixth from 203.0.113.9',
+    );
+    // Another client behind the same proxy has its own budget.
+    expect((await signUp(base, { handle: 'NOT VALID' }, { 'x-forwarded-for': '203.0.113.10' })).status).toBe(
+      400,
+    );
+  } finally {
+    await server.close();
+  }
+});
+
+test(
+  'a global sign-up budget holds many addresses together; invalid sign-ups do not spend it',
+  { timeout: 60_000 },
+  async () => {
+    // Multiplier 0.03: 1 sign-up per IP and 3 for the whole deployment per hour, on a limiter
+    // of its own (a prefix no other test spends from). Each X-Forwarded-For is another client.
+    const server = await buildServer({
+      ...env.app,
+      trustProxyHops: 1,
+      rateLimiter: createRateLimiter(env.app.redis, {
+        prefix: `${env.config.REDIS_PREFIX}-global`,
+        multiplier: 0.03,
+      }),
+    });
+    try {
+      const base = await server.listen({ port: 0, host: '127.0.0.1' });
+      const from = (ip: string) => ({ 'x-forwarded-for': ip });
+      // Refused by validation: not counted against the deployment.
+      for (let i = 0; i < 4; i++) {
+        expect((await signUp(base, { handle: 'NOT VALID' }, from(`192.0.2.${i + 1}`))).status).toBe(400);
+      }
+      for (let i = 0; i < 3; i++) {
+        const response = await signUp(base, { handle: `farm_${i}` }, from(`192.0.2.${i + 11}`));
+        expect(response.status, await response.text()).toBe(201);
+      }
+      const refused = await signUp(base, { handle: 'farm_3' }, from('192.0.2.14'));
+      // The global budget announces nothing: its count would tell how many accounts were opened.
+      expect(refused.headers.get('ratelimit-policy')).toBe('"signup";q=1;w=3600');
+      await expectRateLimited(refused, 'fourth address');
+      expect(await env.app.accounts.byHandle('farm_3')).toBeUndefined();
+    } finally {
+      await server.close();
+    }
+  },
+);
 
 test(
   'the 11th post in a minute is 429 with Retry-After, and is not charged',
@@ -93,7 +176,6 @@ test(
     const { key } = await createApiKey(env.app.apiKeys, account.id);
     const platform = await env.app.bootstrapChain();
     await depositUsdc(env.app, platform, account, 20_000_000n);
-    await awaitFreshWindow();
     const send = () =>
       fetch(`${bases[0]}/api/v1/posts`, {
         method: 'POST',

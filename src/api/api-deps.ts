@@ -43,4 +43,6 @@ export interface ApiDeps extends WritePathDeps {
   writeTimeoutMs: number;
   /** PUBLIC_RPC_URL: the cluster's JSON-RPC as a browser reaches it (block-explorer links). */
   publicRpcUrl: string;
+  /** TRUST_PROXY_HOPS: how many proxies' X-Forwarded-For entries to believe (0: none). */
+  trustProxyHops: number;
 }

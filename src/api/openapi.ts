@@ -13,6 +13,7 @@ export async function openApiDocument(): Promise<unknown> {
     {
       get: (_target, name) => {
         if (name === 'logger') return pino({ level: 'silent' });
+        if (name === 'trustProxyHops') return 0;
         throw new Error(`${String(name)} is not available while printing the OpenAPI document`);
       },
     },

@@ -14,6 +14,7 @@ import { createGraphqlResponseCache } from './graphql/response-cache.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
 import { registerRestRoutes } from './rest/routes.js';
+import { trustProxyHops } from './trust-proxy.js';
 import { usdNumber } from './rest/views.js';
 
 const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -38,7 +39,9 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
     // One readable line per request (below) instead of Fastify's two JSON lines.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
-    trustProxy: true,
+    // The client IP, protocol and host come from X-Forwarded-* only through this many proxies of
+    // ours (0: never); `true` would let any client pick its IP and walk past per-IP limits.
+    trustProxy: trustProxyHops(deps.trustProxyHops),
     ajv: {
       // Bodies are taken as sent: "123" is not a number, and an unknown field is an error rather
       // than silently dropped.

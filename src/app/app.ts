@@ -98,6 +98,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     liveEvents,
     writeTimeoutMs: config.WRITE_TIMEOUT_MS,
     publicRpcUrl: config.PUBLIC_RPC_URL ?? stack.solana.url,
+    trustProxyHops: config.TRUST_PROXY_HOPS,
     rateLimiter: createRateLimiter(redis, {
       prefix: config.REDIS_PREFIX,
       multiplier: config.RATE_LIMIT_MULTIPLIER,

@@ -110,6 +110,18 @@ export const envSchema = z.object({
     .min(0, { message: 'expected a number >= 0' })
     .default(1),
   /**
+   * How many reverse proxies of ours stand in front of the API. The client IP (what per-IP limits
+   * such as sign-up count) is the X-Forwarded-For entry that many hops from the right; entries
+   * further left are whatever the client wrote. 0: X-Forwarded-* is ignored and the client is the
+   * socket's peer, so a client cannot pick its own address (or protocol and host) by sending a
+   * header.
+   */
+  TRUST_PROXY_HOPS: z.coerce
+    .number({ message: 'expected a whole number of proxies >= 0' })
+    .int({ message: 'expected a whole number of proxies >= 0' })
+    .min(0, { message: 'expected a whole number of proxies >= 0' })
+    .default(0),
+  /**
    * Native tokens (base units, 9 decimals) the creator fund pays per epoch, split among authors by
    * engagement. Default 1,000 tokens. A fund holding less pays what it has.
    */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createAccount } from '../../domain/accounts/accounts.service.js';
 import { createApiKey } from '../../domain/auth/api-keys.service.js';
+import { AppError } from '../../domain/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { baseUrlOf } from './base-url.js';
 import { errorBody, ownProfile, signUpBody } from './schemas.js';
@@ -33,6 +34,7 @@ export function registerAccountRoutes(api: FastifyInstance, deps: ApiDeps): void
       },
     },
     async (request, reply) => {
+      await spendGlobalSignupBudget(deps);
       const account = await createAccount(deps, {
         handle: request.body.handle,
         displayName: request.body.display_name,
@@ -42,5 +44,22 @@ export function registerAccountRoutes(api: FastifyInstance, deps: ApiDeps): void
         .status(201)
         .send({ account: ownProfileView(account, NO_MONEY, baseUrlOf(request)), api_key: key });
     },
+  );
+}
+
+/**
+ * The deployment-wide sign-up budget (bucket signup_global), spent after the per-IP one (the
+ * route's bucket, in the auth hook) and after the body is validated: only well-formed sign-ups of
+ * clients within their own budget count, so one address cannot spend it faster than its 5 an hour.
+ * No RateLimit headers: the remaining count would tell anyone how many accounts were opened lately.
+ */
+async function spendGlobalSignupBudget(deps: ApiDeps): Promise<void> {
+  const decision = await deps.rateLimiter.consume('signup_global', 'all');
+  if (decision.disabled || decision.allowed) return;
+  const retryAfterSeconds = decision.retryAfterSeconds ?? decision.resetSeconds;
+  throw new AppError(
+    'rate_limited',
+    `Rate limit exceeded: too many accounts were opened in the last hour; retry in ${retryAfterSeconds} s`,
+    { retryAfterSeconds },
   );
 }

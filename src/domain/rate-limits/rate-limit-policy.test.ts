@@ -10,6 +10,7 @@ describe('RATE_LIMITS', () => {
       repost: { limit: 10, windowSeconds: 60 },
       send: { limit: 5, windowSeconds: 60 },
       signup: { limit: 5, windowSeconds: 3_600 },
+      signup_global: { limit: 100, windowSeconds: 3_600 },
     });
   });
 });

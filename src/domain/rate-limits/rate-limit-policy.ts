@@ -4,12 +4,12 @@
  * counting lives in adapters/redis/rate-limiter.ts.
  */
 
-export type RateLimitBucket = 'post' | 'read' | 'like' | 'repost' | 'send' | 'signup';
+export type RateLimitBucket = 'post' | 'read' | 'like' | 'repost' | 'send' | 'signup' | 'signup_global';
 
 export interface RateLimitRule {
   /** Requests allowed per window, before the deployment's multiplier. */
   limit: number;
-  /** Length of one fixed window, in seconds. */
+  /** Length of the sliding window, in seconds: at most `limit` in any interval this long. */
   windowSeconds: number;
 }
 
@@ -30,6 +30,16 @@ export const RATE_LIMITS: Readonly<Record<RateLimitBucket, Readonly<RateLimitRul
    * budgets above, while a shared NAT still lets a handful of people sign up in an hour.
    */
   signup: { limit: 5, windowSeconds: 3_600 },
+  /**
+   * Open account creation for the whole deployment (subject "all"), besides the per-IP budget:
+   * 100 per hour. Many addresses (a botnet, an IPv6 block), each within its 5 per hour, cannot
+   * mint accounts without bound: at most 2,400 a day, each a row, a wallet and an API key (and
+   * fresh accounts to farm engagement with). The price is that such an attack holds off honest
+   * sign-ups while it lasts; 100 an hour is far above what a young deployment sees, and
+   * RATE_LIMIT_MULTIPLIER raises it with the others. Not announced in headers: its remaining
+   * count would tell anyone how many accounts were opened in the last hour.
+   */
+  signup_global: { limit: 100, windowSeconds: 3_600 },
 });
 
 /**

@@ -9,8 +9,9 @@ export interface SlidingWindowSlot {
 /**
  * Takes one use of at most `limit` per any `windowMs`, atomically, as a log of use times in a
  * sorted set: drop the uses that left the window, refuse when `limit` remain, else record this
- * one. Unlike the API's fixed windows (rate-limiter.ts), no burst fits across a window boundary:
- * for something that mints money, "3 per 10 minutes" must hold for every 10 minutes.
+ * one. No burst fits across a window boundary: for something that mints money, "3 per 10 minutes"
+ * must hold for every 10 minutes. The API's limiter (rate-limiter.ts) is the same idea with costs
+ * and a running sum; this one stays apart because its one user wants nothing of that.
  * KEYS[1] the log; ARGV now (ms), window (ms), limit, a member unique to this use.
  */
 const TAKE_SCRIPT = `

@@ -9,7 +9,8 @@ import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { processorsFor } from '../workers/processors.js';
 import type { RunningRole } from '../workers/role.js';
 import { startWorkerRole } from '../workers/worker.role.js';
-import { onChainUsdc, settledMoney } from './support/balances.js';
+import { onChainNative, onChainUsdc, settledMoney } from './support/balances.js';
+import { depositNative } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -199,5 +200,37 @@ describe('a paid write whose money has moved never answers 5xx', () => {
     await confirmedBySweeper(sendBody.swap_tx);
     expect(await balance()).toBe(balanceBefore - 1_250_000n);
     expect(await onChainUsdc(env.app, platform, friend.walletAddress)).toBe(250_000n);
+  });
+
+  test('a swap whose enqueue fails answers 202 with its swap_tx; the same key replays it, swapped once', async () => {
+    const units = 50n * 10n ** 9n; // 50 native tokens (9 decimals)
+    await depositNative(env.app, platform, { id: accountId, walletAddress }, units);
+    const usdcBefore = await onChainUsdc(env.app, platform, walletAddress);
+    const swap = (server: string) =>
+      fetch(`${server}/api/v1/swap-to-usdc`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'swap-enqueue-down',
+        },
+        body: JSON.stringify({ amount_tokens: units.toString() }),
+      });
+    const first = await swap(brokenBase);
+    expect(first.status).toBe(202);
+    const firstText = await first.text();
+    const body = JSON.parse(firstText) as { amount_usdc: number; swap_tx: string; status?: string };
+    expect(body.status).toBe('pending');
+
+    const again = await swap(base);
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await again.text()).toBe(firstText);
+
+    await confirmedBySweeper(body.swap_tx);
+    expect(await onChainNative(env.app, platform, walletAddress)).toBe(0n);
+    expect(await onChainUsdc(env.app, platform, walletAddress)).toBe(
+      usdcBefore + BigInt(Math.round(body.amount_usdc * 1_000_000)),
+    );
   });
 });

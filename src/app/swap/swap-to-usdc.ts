@@ -68,7 +68,21 @@ export async function swapToUsdc(
   const draft = validateSwapDraft(body);
   const platform = await deps.bootstrapChain();
   const user = await walletSigner(deps.db, deps.keystore, accountId);
-  return withPoolLock(deps.db, POOL, async () => {
+  // Set once the swap has committed: from then on the caller gets it, never an error (releasing
+  // the pool lock may still fail, and a 5xx would free the Idempotency-Key for a second swap).
+  let committed: SwapResult | undefined;
+  try {
+    return await withPoolLock(deps.db, POOL, () => lockedSwap());
+  } catch (error) {
+    if (!committed) throw error;
+    deps.logger.warn(
+      { err: error, swapTx: committed.swapTx },
+      'swap committed; the error after it is not the caller’s',
+    );
+    return committed;
+  }
+
+  async function lockedSwap(): Promise<SwapResult> {
     await previousSwapsExecuted(deps);
     const quote = quoteOrRefuse(await readPoolReserves(deps.rpc, platform), draft.amountTokens);
     if (draft.minAmountUsdcMicro !== null && quote.amountUsdcMicro < draft.minAmountUsdcMicro) {
@@ -117,9 +131,11 @@ export async function swapToUsdc(
     });
     // Waits for 'sent' (executed) up to WRITE_TIMEOUT_MS. Past it the lock is released anyway:
     // the next swap's previousSwapsExecuted() waits for this row before reading reserves.
+    // Throws only for a payment that failed on chain and was refunded: that error is the caller's.
     const awaited = await awaitPayment(deps, { chainTransactionId, swapTx: payment.signature });
-    return { id: swapId, quote, chainTransactionId, settled: awaited.settled, swapTx: awaited.swapTx };
-  });
+    committed = { id: swapId, quote, chainTransactionId, settled: awaited.settled, swapTx: awaited.swapTx };
+    return committed;
+  }
 }
 
 function quoteOrRefuse(

@@ -14,8 +14,11 @@ export interface GraphQLContext {
   viewer: Viewer | null;
   req: FastifyRequest;
   reply: FastifyReply;
-  /** Rate-limit buckets this request spent, so a cached answer can spend them again (response-cache.ts). */
-  spent: RateLimitBucket[];
+  /**
+   * What this request spent, bucket and cost (requests) per spend, so a cached answer can spend the
+   * same again (response-cache.ts).
+   */
+  spent: Array<{ bucket: RateLimitBucket; cost: number }>;
   /** Set by the response cache's plugin when this request's answer may be kept. */
   cacheable: boolean;
 }

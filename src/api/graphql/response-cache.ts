@@ -3,7 +3,6 @@ import { getOperationAST, Kind, OperationTypeNode, type ExecutionArgs } from 'gr
 import type { Plugin } from 'graphql-yoga';
 import { createReadCache } from '../../app/read-cache.js';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
-import type { RateLimitBucket } from '../../domain/rate-limits/rate-limit-policy.js';
 import type { ApiDeps } from '../api-deps.js';
 import { spend } from '../rest/auth.hook.js';
 import type { GraphQLContext } from './context.js';
@@ -29,7 +28,7 @@ const MAX_CACHED_ANSWERS = 1_000;
 interface CachedAnswer {
   headers: Array<[string, string]>;
   body: Buffer;
-  buckets: RateLimitBucket[];
+  spent: GraphQLContext['spent'];
 }
 
 export interface GraphqlResponseCache {
@@ -90,7 +89,7 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
       try {
         const header = req.headers.authorization;
         const subject = header ? (await authenticate(deps.apiKeys, header)).accountId : `ip:${req.ip}`;
-        for (const bucket of cached.buckets) await spend(deps, reply, bucket, subject);
+        for (const { bucket, cost } of cached.spent) await spend(deps, reply, bucket, subject, cost);
       } catch {
         return false; // refused: Yoga answers it with the proper error
       }
@@ -109,7 +108,7 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
       response.headers.forEach((value, name) => {
         if (name !== 'content-length') headers.push([name, value]);
       });
-      cache().remember(key, { headers, body, buckets: [...ctx.spent] }, version);
+      cache().remember(key, { headers, body, spent: [...ctx.spent] }, version);
       return body;
     },
 

@@ -4,13 +4,9 @@ import type { ApiDeps } from '../api-deps.js';
 import { createContext, type GraphQLContext } from './context.js';
 import { isClientError, maskError } from './errors.js';
 import { graphqlSchema } from './graphql-schema.js';
-import { queryLimitsRule } from './query-limits.js';
+import { queryLimitsPlugin } from './query-limits.js';
 
 type ServerContext = { req: FastifyRequest; reply: FastifyReply };
-
-const queryLimitsPlugin: Plugin = {
-  onValidate: ({ addValidationRule }) => addValidationRule(queryLimitsRule()),
-};
 
 export function createGraphqlServer(
   deps: ApiDeps,
@@ -35,7 +31,8 @@ export function createGraphqlServer(
       },
     },
     context: ({ req, reply }) => createContext(deps, req, reply),
-    // Depth and cost limits run with the other validation rules: a query over them never executes.
-    plugins: [queryLimitsPlugin, ...plugins],
+    // Query limits run with the other validation rules (an operation over them never executes),
+    // and each operation spends its rate-limit budget by its cost before it executes.
+    plugins: [queryLimitsPlugin(), ...plugins],
   });
 }

@@ -11,6 +11,7 @@ describe('RATE_LIMITS', () => {
       send: { limit: 5, windowSeconds: 60 },
       signup: { limit: 5, windowSeconds: 3_600 },
       signup_global: { limit: 100, windowSeconds: 3_600 },
+      anonymous: { limit: 60, windowSeconds: 60 },
     });
   });
 });

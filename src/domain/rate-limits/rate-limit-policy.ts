@@ -4,7 +4,8 @@
  * counting lives in adapters/redis/rate-limiter.ts.
  */
 
-export type RateLimitBucket = 'post' | 'read' | 'like' | 'repost' | 'send' | 'signup' | 'signup_global';
+export type RateLimitBucket =
+  'post' | 'read' | 'like' | 'repost' | 'send' | 'signup' | 'signup_global' | 'anonymous';
 
 export interface RateLimitRule {
   /** Requests allowed per window, before the deployment's multiplier. */
@@ -40,6 +41,15 @@ export const RATE_LIMITS: Readonly<Record<RateLimitBucket, Readonly<RateLimitRul
    * count would tell anyone how many accounts were opened in the last hour.
    */
   signup_global: { limit: 100, windowSeconds: 3_600 },
+  /**
+   * GraphQL operations without an API key, per client IP: 60 per minute, spent by cost like `read`
+   * (api/graphql/query-limits.ts). Not in the spec. Without a key only `health`, `__typename` and
+   * introspection answer, so this bounds what an address can make us compute and send without
+   * ever signing up: one account's read budget, plenty for a monitor polling `health` every few
+   * seconds and GraphiQL loading the schema (one request's worth), while a flood of operations
+   * from one address stops after 60 requests' worth of cost a minute.
+   */
+  anonymous: { limit: 60, windowSeconds: 60 },
 });
 
 /**

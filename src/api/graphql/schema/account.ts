@@ -149,7 +149,6 @@ builder.queryFields((t) => ({
     description: 'The account behind the API key (REST GET /me). Needs `read`.',
     authScopes: { read: true },
     resolve: async (_root, _args, ctx) => {
-      await spendFor(ctx, 'read');
       return requireAccount(ctx.deps.accounts, ctx.viewer!.accountId);
     },
   }),
@@ -160,7 +159,6 @@ builder.queryFields((t) => ({
     authScopes: { read: true },
     args: { handle: t.arg.string({ required: true }) },
     resolve: async (_root, { handle }, ctx) => {
-      await spendFor(ctx, 'read');
       try {
         return await findByHandle(ctx.deps.accounts, handle);
       } catch (error) {

@@ -7,7 +7,6 @@ import type { Account } from '../../../domain/accounts/account.js';
 import type { PostView } from '../../../domain/posts/post-reads.js';
 import { encodePosition, LATEST_FEED_SCOPE } from '../../../domain/posts/read-cursors.js';
 import { builder } from '../builder.js';
-import { spendFor } from '../rate-limits.js';
 import { AccountRef } from './account.js';
 import { lastEdgeCursor, pageInfoOf, pageInput, withAfterArgument } from './page-args.js';
 import { postLoader, trendingScoreLoader } from './post-loaders.js';
@@ -61,7 +60,6 @@ builder.queryFields((t) => ({
       authScopes: { read: true },
       args: { sort: t.arg({ type: FeedSortEnum, required: true, defaultValue: 'trending' }) },
       resolve: async (_root, args, ctx) => {
-        await spendFor(ctx, 'read');
         const input = pageInput(args);
         const page = await withAfterArgument(() => feedPage(ctx.deps, { sort: args.sort, ...input }));
         const edges = page.items.map((post, i) => ({
@@ -83,7 +81,6 @@ builder.queryFields((t) => ({
     authScopes: { read: true },
     args: { first: t.arg.int() },
     resolve: async (_root, args, ctx) => {
-      await spendFor(ctx, 'read');
       const { limit } = pageInput({ first: args.first });
       const ranked = await trendingFeedPage(ctx.deps, { limit });
       const posts = await hydratePosts(ctx.deps, ranked.postIds);

@@ -2,7 +2,6 @@ import { AppError } from '../../../domain/errors.js';
 import { parsePostId } from '../../../domain/posts/engagement-rules.js';
 import type { PostView } from '../../../domain/posts/post-reads.js';
 import { builder } from '../builder.js';
-import { spendFor } from '../rate-limits.js';
 import { AccountRef } from './account.js';
 import { PostTypeEnum } from './engagement.js';
 import { accountLoader, likedLoader, postLoader, trendingScoreLoader } from './post-loaders.js';
@@ -59,7 +58,6 @@ builder.queryFields((t) => ({
     authScopes: { read: true },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, { id }, ctx) => {
-      await spendFor(ctx, 'read');
       let postId: string;
       try {
         postId = parsePostId(String(id));

@@ -64,7 +64,6 @@ builder.queryFields((t) => ({
     authScopes: { read: true },
     args: { amountTokens: t.arg.string({ required: true, description: TOKENS }) },
     resolve: async (_root, { amountTokens }, ctx) => {
-      await spendFor(ctx, 'read');
       return quoteSwap(ctx.deps, amountTokens);
     },
   }),

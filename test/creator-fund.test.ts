@@ -18,13 +18,17 @@ import {
 import {
   epochEngagement,
   eventsShippedThrough,
+  payingEngagers,
   unpaidEngagement,
 } from '../src/app/creator-fund/engagement-source.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
 import { repostPost } from '../src/app/write-path/repost-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { drainOnChain } from './support/chain-tampering.js';
+import { tokenAccountExists } from './support/balances.js';
+import { depositUsdc } from './support/deposit.js';
 import {
+  CREATING_TRANSFERS_PER_BATCH,
   PAYOUT_MEMO_MAX_BYTES,
   signPayoutBatch,
   TRANSFERS_PER_BATCH,
@@ -64,13 +68,16 @@ beforeAll(async () => {
   });
   deps = { ...h.env.app, logger: pino({ level: 'info' }, sink) };
   [alice, bob, carol, dave, erin, frank] = await Promise.all([
-    h.member('cf_alice', 3_000_000n),
+    h.member('cf_alice', 6_000_000n),
     h.member('cf_bob', 3_000_000n),
-    h.member('cf_carol', 0n),
-    h.member('cf_dave', 0n),
+    h.member('cf_carol', 1_000_000n),
+    h.member('cf_dave', 1_000_000n),
     h.member('cf_erin', 5_000_000n),
-    h.member('cf_frank', 0n),
+    h.member('cf_frank', 1_000_000n),
   ]);
+  // Likes count only from accounts that paid for something: the likers pay for a post first.
+  for (const liker of [carol, dave, frank]) await post(liker, { type: 'post', content: 'my dollar' });
+  await paymentsSettled(h.env.app.db);
 }, 120_000);
 afterAll(async () => {
   await h?.close();
@@ -103,8 +110,10 @@ async function closedWindow(start: Date): Promise<EpochWindow> {
   return { start, end };
 }
 
+/** 0 when the owner has no native token account (a wallet the fund never paid has none). */
 async function nativeOnChain(owner: string | PublicKey): Promise<bigint> {
   const ata = associatedTokenAccount(h.platform.nativeMint, new PublicKey(owner));
+  if (!(await tokenAccountExists(h.env.app, ata))) return 0n;
   const { value } = await h.env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
     ata.toBase58(),
   ]);
@@ -374,6 +383,52 @@ describe('creator fund', { timeout: 120_000 }, () => {
     expect(await fundOnChain()).toBe(0n);
   });
 
+  test('likes from accounts that never paid earn the author nothing; once the liker paid for a post they count', async () => {
+    const [sybil, other] = await Promise.all([h.member('cf_sybil_a', 0n), h.member('cf_sybil_b', 0n)]);
+    const farmed = await post(alice, { type: 'post', content: 'farm me' });
+    let start = await dbNow();
+    await like(sybil, farmed);
+    await like(other, farmed);
+    let epoch = await closedWindow(start);
+    // ClickHouse has the likes; the plan counts none of them.
+    const rows = await epochEngagement(h.env.app.clickhouse, epoch);
+    expect(rows.filter((r) => r.authorId === alice.account.id).map((r) => r.likes)).toEqual([1, 1]);
+    await topUpFund(10_000_000_000n);
+    const none = await planEpoch(deps, epoch);
+    expect(none).toMatchObject({ outcome: 'no_engagement', paidTotal: 0n, authorCount: 0, batches: [] });
+
+    // The sybil pays for a post: while that payment is in flight an epoch waits for it, and once it
+    // settled the sybil's likes count. The other one's still do not.
+    await depositUsdc(h.env.app, h.platform, sybil.account, 1_000_000n);
+    const paid = await createPaidPost(h.env.app, sybil.account.id, { type: 'post', content: 'now I paid' });
+    const farther = new Date((await dbNow()).getTime() + 60_000);
+    expect(await payingEngagers(h.env.app.db, [sybil.account.id, other.account.id], farther)).toEqual({
+      paying: new Set(),
+      unsettled: 1,
+    });
+    expect(await settlePayment(h.env.app, paid.chainTransactionId)).toBe('confirmed');
+    expect(await payingEngagers(h.env.app.db, [sybil.account.id, other.account.id], farther)).toEqual({
+      paying: new Set([sybil.account.id]),
+      unsettled: 0,
+    });
+
+    const second = await post(alice, { type: 'post', content: 'farm me again' });
+    start = await dbNow();
+    await like(sybil, second);
+    await like(other, second);
+    epoch = await closedWindow(start);
+    await paymentsSettled(h.env.app.db);
+    const plan = await planEpoch(deps, epoch);
+    expect(plan).toMatchObject({ outcome: 'planned', authorCount: 1, paidTotal: 10_000_000_000n });
+    const payouts = await h.env.app.db
+      .selectFrom('creator_fund_payouts')
+      .select(['account_id', 'score'])
+      .where('epoch_start', '=', epoch.start)
+      .execute();
+    expect(payouts).toEqual([{ account_id: alice.account.id, score: 1n }]); // the paying liker's like only
+    expect(await settleEpoch(deps, plan)).toEqual(['confirmed']);
+  });
+
   test('a batch whose blockhash expired is re-signed by the fund and paid once; one failing on chain is reversed', async () => {
     const { app } = h.env;
     const outbox = (id: string) =>
@@ -445,6 +500,27 @@ describe('creator fund', { timeout: 120_000 }, () => {
     expect(full.wire.length).toBeLessThanOrEqual(TRANSACTION_SIZE_LIMIT);
     await expect(
       signPayoutBatch(h.env.app.rpc, h.platform, recipients(TRANSFERS_PER_BATCH + 1), memo),
+    ).rejects.toThrow(/at most 1232 fit/);
+
+    // Recipients never paid before: each transfer also creates the recipient's token account.
+    const opening = (n: number) => recipients(n).map((r) => ({ ...r, createAccount: true }));
+    expect(CREATING_TRANSFERS_PER_BATCH).toBe(8);
+    const creating = await signPayoutBatch(
+      h.env.app.rpc,
+      h.platform,
+      opening(CREATING_TRANSFERS_PER_BATCH),
+      memo,
+    );
+    expect(creating.wire.length).toBe(
+      payoutTransactionBytes(
+        CREATING_TRANSFERS_PER_BATCH,
+        PAYOUT_MEMO_MAX_BYTES,
+        CREATING_TRANSFERS_PER_BATCH,
+      ),
+    );
+    expect(creating.wire.length).toBeLessThanOrEqual(TRANSACTION_SIZE_LIMIT);
+    await expect(
+      signPayoutBatch(h.env.app.rpc, h.platform, opening(CREATING_TRANSFERS_PER_BATCH + 1), memo),
     ).rejects.toThrow(/at most 1232 fit/);
   });
 

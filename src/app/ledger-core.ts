@@ -68,7 +68,7 @@ export function createLedgerCore(config: Config, logger: Logger, db: Db, solanaU
     apiKeys: createApiKeyStore(db),
     follows: createFollowStore(db),
     ledger: createLedgerStore(db),
-    wallets: createWalletProvisioner({ rpc, keystore, platform }),
+    wallets: createWalletProvisioner({ keystore }),
     bootstrapChain: platform,
   };
 }

@@ -13,14 +13,27 @@ export async function settledMoney(app: App, accountId: string): Promise<Account
   return app.ledger.money(accountId);
 }
 
-/** The owner's balance of `mint` on chain, in base units, once every payment in flight has settled. */
+/**
+ * The owner's balance of `mint` on chain, in base units, once every payment in flight has settled.
+ * 0 when the owner has no token account (a wallet nobody paid yet has none).
+ */
 async function onChainTokens(app: App, mint: PublicKey, owner: string | PublicKey): Promise<bigint> {
   await paymentsSettled(app.db);
   const ata = associatedTokenAccount(mint, typeof owner === 'string' ? new PublicKey(owner) : owner);
+  if (!(await tokenAccountExists(app, ata))) return 0n;
   const { value } = await app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
     ata.toBase58(),
   ]);
   return BigInt(value.amount);
+}
+
+/** Whether a token account exists on chain (commitment confirmed). */
+export async function tokenAccountExists(app: App, address: PublicKey): Promise<boolean> {
+  const { value } = await app.rpc.call<{ value: unknown }>('getAccountInfo', [
+    address.toBase58(),
+    { encoding: 'base64', commitment: 'confirmed' },
+  ]);
+  return value !== null;
 }
 
 /** The owner's USDC on chain, in micro-USD, once every payment in flight has settled. */

@@ -14,7 +14,8 @@ import type { EngagementCounts, EpochWindow } from '../../domain/payouts/creator
  *   the epoch come to +1 (it stands at the epoch's end) and only if the engager never liked that
  *   post before the epoch. So a like then an unlike in the same epoch counts nothing, and an
  *   unlike/like cycle never pays a second time. An unlike in a later epoch does not claw back a
- *   payout already made (it lowers nothing below zero: past epochs are final).
+ *   payout already made (it lowers nothing below zero: past epochs are final). Whose likes count
+ *   at all (accounts that paid for something) is decided after this query (payingEngagers).
  *
  * Every read uses FINAL: a batch the shipper shipped twice must not count twice. `unpaid` are the
  * events of paid engagement whose payment failed on chain (refunded: see unpaidEngagement); they
@@ -113,6 +114,36 @@ export async function unpaidEngagement(
   return {
     failedEventIds: rows.filter((r) => r.status === 'failed').map((r) => r.id),
     unsettled: rows.filter((r) => r.status !== 'failed').length,
+  };
+}
+
+/**
+ * Which of `engagerIds` have paid for something before `end` (the rule of likesFromPayingEngagers):
+ * at least one post, reply, quote or repost created before `end` whose payment is settled on chain
+ * (confirmed or finalized; a failed, refunded one does not count). `unsettled` counts those with
+ * no settled payment but one still in flight: the epoch waits for them, as for its own paid
+ * engagement, so the plan does not depend on when it ran.
+ *
+ * One statement whatever the number of engagers (an array parameter, not a list of values), each
+ * engager answered by index lookups (posts_by_author, reposts' unique (reposter_id, post_id)).
+ */
+export async function payingEngagers(
+  db: Db,
+  engagerIds: readonly string[],
+  end: Date,
+): Promise<{ paying: Set<string>; unsettled: number }> {
+  if (engagerIds.length === 0) return { paying: new Set(), unsettled: 0 };
+  const paid = (statuses: readonly string[]) => sql<boolean>`(
+    EXISTS (SELECT 1 FROM posts p JOIN chain_transactions c ON c.movement_id = p.movement_id
+             WHERE p.author_id = e.id AND p.created_at < ${end} AND c.status = ANY(${statuses}::text[]))
+    OR EXISTS (SELECT 1 FROM reposts r JOIN chain_transactions c ON c.movement_id = r.movement_id
+             WHERE r.reposter_id = e.id AND r.created_at < ${end} AND c.status = ANY(${statuses}::text[])))`;
+  const { rows } = await sql<{ id: string; settled: boolean; in_flight: boolean }>`
+    SELECT e.id, ${paid(['confirmed', 'finalized'])} AS settled, ${paid(['signed', 'sent'])} AS in_flight
+      FROM unnest(${[...engagerIds]}::uuid[]) AS e(id)`.execute(db);
+  return {
+    paying: new Set(rows.filter((r) => r.settled).map((r) => r.id)),
+    unsettled: rows.filter((r) => !r.settled && r.in_flight).length,
   };
 }
 

@@ -9,6 +9,8 @@ import type { Leg } from '../../domain/ledger/ledger.js';
 import {
   endedEpochs,
   formatNative,
+  likers,
+  likesFromPayingEngagers,
   scoreAuthors,
   splitBudget,
   type EpochWindow,
@@ -17,8 +19,20 @@ import { cutIntoBatches } from '../../domain/payouts/payout-batches.js';
 import type { WritePathDeps } from '../write-path/create-post.js';
 import { insertOutboxPayment } from '../write-path/payment-transaction.js';
 import { settlePayment, type SettlementStatus } from '../write-path/settle-payment.js';
-import { epochEngagement, eventsShippedThrough, unpaidEngagement } from './engagement-source.js';
-import { fundChainBalance, payoutMemo, signPayoutBatch, TRANSFERS_PER_BATCH } from './payout-transaction.js';
+import {
+  epochEngagement,
+  eventsShippedThrough,
+  payingEngagers,
+  unpaidEngagement,
+} from './engagement-source.js';
+import {
+  CREATING_TRANSFERS_PER_BATCH,
+  fundChainBalance,
+  ownersWithoutNativeAccount,
+  payoutMemo,
+  signPayoutBatch,
+  TRANSFERS_PER_BATCH,
+} from './payout-transaction.js';
 
 export interface CreatorFundDeps extends WritePathDeps {
   clickhouse: ClickHouse;
@@ -70,7 +84,8 @@ const PLAN_LOCK = 'ledgerfeed:creator-fund:plan';
  * as it was; an `unfunded` one is planned again (the fund may have been topped up).
  *
  * Planning reads the epoch's engagement from ClickHouse (only once the shipper has shipped every
- * event up to the epoch's end), scores it, splits the budget (capped at what the fund holds), and
+ * event up to the epoch's end), drops the likes of accounts that never paid for anything
+ * (likesFromPayingEngagers), scores it, splits the budget (capped at what the fund holds), and
  * then, in ONE Postgres transaction under an advisory lock: the epoch row, every author's payout
  * and batch, each batch's ledger movement (`fund_payout`: creator_fund(native) -> authors(native),
  * the credits held until the chain confirms) and its signed transaction in the outbox. Nothing is
@@ -91,7 +106,15 @@ export async function planEpoch(deps: CreatorFundDeps, epoch: EpochWindow): Prom
       `epoch ${epoch.start.toISOString()}: ${paid.unsettled} paid engagement payment(s) not settled on chain yet`,
     );
   }
-  const scores = scoreAuthors(await epochEngagement(deps.clickhouse, epoch, paid.failedEventIds));
+  const engagement = await epochEngagement(deps.clickhouse, epoch, paid.failedEventIds);
+  // Likes count only from accounts that paid for something (sign-ups and likes are free: farms).
+  const liking = await payingEngagers(deps.db, likers(engagement), epoch.end);
+  if (liking.unsettled > 0) {
+    throw new EpochNotReadyError(
+      `epoch ${epoch.start.toISOString()}: ${liking.unsettled} liker(s) whose only payment is not settled on chain yet`,
+    );
+  }
+  const scores = scoreAuthors(likesFromPayingEngagers(engagement, liking.paying));
   const platform = await deps.bootstrapChain();
   const wallets = new Map<string, string>();
   if (scores.length > 0) {
@@ -109,6 +132,13 @@ export async function planEpoch(deps: CreatorFundDeps, epoch: EpochWindow): Prom
   // An author without a custodial wallet cannot receive tokens (none exist today): left out.
   const payable = scores.filter((s) => wallets.has(s.authorId));
   const budget = deps.config.CREATOR_FUND_EPOCH_BUDGET;
+  // Wallets never paid native tokens have no native token account: their batches create it.
+  const unopened = await ownersWithoutNativeAccount(
+    deps.rpc,
+    platform,
+    payable.map((s) => wallets.get(s.authorId)!),
+  );
+  const needsAccount = (authorId: string) => unopened.has(wallets.get(authorId)!);
 
   const planned = await deps.db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(hashtext(${PLAN_LOCK}))`.execute(trx);
@@ -159,12 +189,28 @@ export async function planEpoch(deps: CreatorFundDeps, epoch: EpochWindow): Prom
       .execute();
 
     const batches: EpochPlan['batches'] = [];
-    for (const [index, batch] of cutIntoBatches(shares, TRANSFERS_PER_BATCH).entries()) {
+    // Authors whose account exists first, 16 a batch; then those whose account each transfer
+    // creates, 8 a batch (a create takes ~42 bytes of the 1232).
+    const cut = [
+      ...cutIntoBatches(
+        shares.filter((s) => !needsAccount(s.authorId)),
+        TRANSFERS_PER_BATCH,
+      ),
+      ...cutIntoBatches(
+        shares.filter((s) => needsAccount(s.authorId)),
+        CREATING_TRANSFERS_PER_BATCH,
+      ),
+    ];
+    for (const [index, batch] of cut.entries()) {
       const total = batch.reduce((acc, s) => acc + s.amount, 0n);
       const payment = await signPayoutBatch(
         deps.rpc,
         platform,
-        batch.map((s) => ({ owner: new PublicKey(wallets.get(s.authorId)!), amount: s.amount })),
+        batch.map((s) => ({
+          owner: new PublicKey(wallets.get(s.authorId)!),
+          amount: s.amount,
+          createAccount: needsAccount(s.authorId),
+        })),
         payoutMemo(epoch.start, index),
       );
       const legs: Leg[] = [

@@ -156,7 +156,8 @@ function quoteOrRefuse(
 
 /**
  * The swap's one transaction: two transferChecked legs (user -> native vault, USDC vault -> user),
- * atomic, a Memo naming the swap, signed by the fee payer, the user and the pool authority.
+ * atomic, the user's USDC account created first if missing (rent paid by the fee payer), a Memo
+ * naming the swap, signed by the fee payer, the user and the pool authority.
  */
 async function signSwap(
   deps: AwaitPaymentDeps,
@@ -181,6 +182,8 @@ async function signSwap(
         from: pool.publicKey,
         to: user.publicKey,
         amount: quote.amountUsdcMicro,
+        // A wallet only ever paid in native tokens (creator fund) has no USDC account yet.
+        createRecipientAta: true,
       },
     ],
     memo: `ledgerfeed:swap:${swapId}`,

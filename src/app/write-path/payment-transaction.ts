@@ -73,8 +73,14 @@ function recentBlockhash(rpc: RpcClient): Promise<{ blockhash: string; lastValid
 
 export interface UsdcPayment {
   from: Signer;
-  /** Owner wallets and amounts (micro-USD = USDC base units), one transferChecked each. */
-  to: Array<{ owner: PublicKey; amountMicro: bigint }>;
+  /**
+   * Owner wallets and amounts (micro-USD = USDC base units), one transferChecked each.
+   * `createAccount`: the owner may have no USDC account yet (a user wallet gets none at sign-up;
+   * its first incoming payment creates it, idempotently, rent paid by the fee payer). Not needed to
+   * pay the platform's wallets (the bootstrap made their accounts) nor a post's author (paying for
+   * the post took USDC, so the author's account exists, and token accounts are never closed).
+   */
+  to: Array<{ owner: PublicKey; amountMicro: bigint; createAccount?: boolean }>;
   memo: string;
 }
 
@@ -95,12 +101,13 @@ export function signUsdcPayment(
   payment: UsdcPayment,
 ): Promise<SignedPayment> {
   return signTransfer(rpc, platform, {
-    legs: payment.to.map(({ owner, amountMicro }) => ({
+    legs: payment.to.map(({ owner, amountMicro, createAccount }) => ({
       mint: platform.usdcMint,
       decimals: USDC_DECIMALS,
       from: payment.from.publicKey,
       to: owner,
       amount: amountMicro,
+      createRecipientAta: createAccount ?? false,
     })),
     memo: payment.memo,
     signers: [payment.from],

@@ -22,9 +22,10 @@ export interface CreatedSend {
  * USDC from one user to another, written like a paid post (create-post.ts): one Postgres
  * statement commits the ledger movement (kind 'send': the sender's conditional debit, counted
  * spent; the recipient's credit, counted neither), the `sends` row, the signed Solana transaction
- * (one transferChecked from the sender's custodial wallet to the recipient's, the platform fee
- * payer paying, a Memo carrying the send id and the memo) in the outbox and the 'send.created'
- * event. The payments worker sends it; a failure on chain reverses both legs.
+ * (the recipient's USDC account created if missing, one transferChecked from the sender's
+ * custodial wallet to the recipient's, the platform fee payer paying fee and rent, a Memo carrying
+ * the send id and the memo) in the outbox and the 'send.created' event. The payments worker sends
+ * it; a failure on chain reverses both legs.
  */
 export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unknown): Promise<CreatedSend> {
   const draft = validateSendDraft(body);
@@ -61,7 +62,10 @@ export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unkn
   const payer = await walletSigner(deps.db, deps.keystore, senderId);
   const payment = await signUsdcPayment(deps.rpc, platform, {
     from: payer,
-    to: [{ owner: new PublicKey(recipient.wallet_address), amountMicro: draft.amountMicro }],
+    // The recipient may never have been paid: its USDC account is created in this transaction.
+    to: [
+      { owner: new PublicKey(recipient.wallet_address), amountMicro: draft.amountMicro, createAccount: true },
+    ],
     memo,
   });
 

@@ -46,7 +46,10 @@ export interface ProfileChanges {
   bio?: string;
 }
 
-/** Creates a custodial wallet, ready on chain (token accounts made), and its sealed secret. */
+/**
+ * Creates a custodial wallet and its sealed secret. Nothing is written on chain: its token accounts
+ * are created when money first arrives (an unfunded account costs no rent).
+ */
 export interface WalletProvisioner {
   provision(): Promise<{ address: string; sealedSecret: string }>;
 }
@@ -64,9 +67,8 @@ export interface CreateAccountInput {
 }
 
 /**
- * Opens an account: checks the handle, creates its custodial wallet on chain, stores both. The
- * handle is checked before the chain work so a taken handle costs nothing; the insert checks again
- * (unique index) for the race.
+ * Opens an account: checks the handle, creates its custodial wallet (a sealed key; nothing on
+ * chain), stores both. The insert checks the handle again (unique index) for the race.
  */
 export async function createAccount(deps: AccountDeps, input: CreateAccountInput): Promise<Account> {
   const handle = validateHandle(

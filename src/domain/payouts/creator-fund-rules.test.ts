@@ -7,6 +7,8 @@ import {
   epochContaining,
   epochStartingAt,
   formatNative,
+  likers,
+  likesFromPayingEngagers,
   scoreAuthors,
   splitBudget,
   type EngagementCounts,
@@ -24,6 +26,28 @@ const counts = (
   quotes: 0,
   reposts: 0,
   ...c,
+});
+
+describe('likesFromPayingEngagers', () => {
+  test('likes of engagers who never paid count nothing; their paid engagement and paying likers count', () => {
+    const rows = [
+      counts('a', 'sybil1', { likes: 10 }),
+      counts('a', 'sybil2', { likes: 3, replies: 1 }),
+      counts('a', 'fan', { likes: 2 }),
+      counts('b', 'sybil1', { likes: 1 }),
+    ];
+    expect(likers(rows)).toEqual(['fan', 'sybil1', 'sybil2']);
+    const kept = likesFromPayingEngagers(rows, new Set(['fan']));
+    expect(kept).toEqual([
+      counts('a', 'sybil1'),
+      counts('a', 'sybil2', { replies: 1 }),
+      counts('a', 'fan', { likes: 2 }),
+      counts('b', 'sybil1'),
+    ]);
+    // The reply itself was paid: sybil2's 3 points stand, sybil1 gives nothing to anyone.
+    expect(scoreAuthors(kept)).toEqual([{ authorId: 'a', score: 2n + 3n }]);
+    expect(rows[0]!.likes).toBe(10); // the input is not modified
+  });
 });
 
 describe('scoreAuthors', () => {

@@ -35,6 +35,32 @@ export interface EngagementCounts {
   reposts: number;
 }
 
+/**
+ * Likes count only from engagers who have paid for something: at least one post, reply, quote or
+ * repost committed before the epoch's end and settled on chain (src/app/creator-fund finds them).
+ * A like is free and so is a sign-up, so without this a farm of fresh accounts would take the
+ * budget: each sybil adds up to ENGAGER_CAP_POINTS per farm author per epoch. Now each one costs at
+ * least the cheapest paid action ($1; $0.50 net when it is a reply to another farm account's post,
+ * whose author gets the other half), once. Sends and swaps do not qualify: a send between farm
+ * accounts costs nothing net, and a swap only exchanges. Replies, quotes and reposts pass as they
+ * are: each one is itself a settled paid action (a failed one is dropped before scoring).
+ *
+ * Returns the rows with `likes` set to 0 where the engager is not in `payingEngagers`.
+ */
+export function likesFromPayingEngagers(
+  rows: readonly EngagementCounts[],
+  payingEngagers: ReadonlySet<string>,
+): EngagementCounts[] {
+  return rows.map((row) =>
+    row.likes === 0 || payingEngagers.has(row.engagerId) ? row : { ...row, likes: 0 },
+  );
+}
+
+/** The engagers whose likes need a paying check: those with a like among `rows`. */
+export function likers(rows: readonly EngagementCounts[]): string[] {
+  return [...new Set(rows.filter((row) => row.likes > 0).map((row) => row.engagerId))].sort(compareIds);
+}
+
 export interface AuthorScore {
   authorId: string;
   /** Capped points summed over the author's distinct engagers. */

@@ -20,11 +20,18 @@ export const TRANSACTION_SIZE_LIMIT = 1232;
  *   4 account indexes + data length 1 + data 10 (tag, u64 amount, decimals) = 17 bytes; the Memo is
  *   program index 1 + account count 1 (none) + a compact data length + the text.
  *
+ * `createdAccounts` of the recipients (those never paid before: a user wallet gets no token account
+ * at sign-up) also get an idempotent create-associated-token-account instruction before the
+ * transfers: their owner's key (32 bytes) each, the System and ATA programs once (64 bytes), and
+ * per instruction program index 1 + account count 1 + 6 account indexes + data length 1 + data 1
+ * (the idempotent tag) = 10 bytes.
+ *
  * Compact lengths take 1 byte below 128 and 2 up to 16,383; every count here stays far below.
  */
-export function payoutTransactionBytes(transfers: number, memoBytes: number): number {
-  const keys = 6 + transfers;
-  const instructions = transfers + 1;
+export function payoutTransactionBytes(transfers: number, memoBytes: number, createdAccounts = 0): number {
+  if (createdAccounts > transfers) throw new RangeError('more accounts created than recipients');
+  const keys = 6 + transfers + (createdAccounts > 0 ? 2 : 0) + createdAccounts;
+  const instructions = createdAccounts + transfers + 1;
   return (
     1 +
     2 * 64 +
@@ -33,15 +40,24 @@ export function payoutTransactionBytes(transfers: number, memoBytes: number): nu
     32 * keys +
     32 +
     compactLength(instructions) +
+    10 * createdAccounts +
     17 * transfers +
     (1 + 1 + compactLength(memoBytes) + memoBytes)
   );
 }
 
-/** The most transfers whose payout transaction (with that memo) fits the size limit. */
-export function maxTransfersPerBatch(memoBytes: number, limit = TRANSACTION_SIZE_LIMIT): number {
+/**
+ * The most transfers whose payout transaction (with that memo) fits the size limit; with
+ * `createEvery`, when every recipient's token account is created in the same transaction.
+ */
+export function maxTransfersPerBatch(
+  memoBytes: number,
+  limit = TRANSACTION_SIZE_LIMIT,
+  createEvery = false,
+): number {
+  const bytes = (n: number) => payoutTransactionBytes(n, memoBytes, createEvery ? n : 0);
   let n = 0;
-  while (payoutTransactionBytes(n + 1, memoBytes) <= limit) n++;
+  while (bytes(n + 1) <= limit) n++;
   if (n === 0)
     throw new RangeError(`not even one transfer fits ${limit} bytes with a ${memoBytes}-byte memo`);
   return n;

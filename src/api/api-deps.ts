@@ -13,6 +13,16 @@ import type { LedgerStore } from '../domain/ledger/ledger.service.js';
 import type { HealthReport } from '../domain/health/health.service.js';
 import type { Metrics } from './metrics.js';
 
+/** From CORS_ORIGINS, METRICS_TOKEN and NODE_ENV (src/app/app.ts). */
+export interface HttpExposure {
+  /** Origins whose pages may call /graphql from a browser; `*` allows any, empty none. */
+  corsOrigins: readonly string[];
+  /** Bearer token /metrics asks for; undefined: only loopback clients are answered. */
+  metricsToken: string | undefined;
+  /** Serve the GraphiQL page to browsers at /graphql (never in production). */
+  graphiql: boolean;
+}
+
 /** What the transports need from the composition root (src/app). */
 export interface ApiDeps extends WritePathDeps {
   logger: Logger;
@@ -43,6 +53,8 @@ export interface ApiDeps extends WritePathDeps {
   writeTimeoutMs: number;
   /** PUBLIC_RPC_URL: the cluster's JSON-RPC as a browser reaches it (block-explorer links). */
   publicRpcUrl: string;
+  /** Who may reach what over HTTP besides API keys: browsers' origins, /metrics, GraphiQL. */
+  exposure: HttpExposure;
   /** TRUST_PROXY_HOPS: how many proxies' X-Forwarded-For entries to believe (0: none). */
   trustProxyHops: number;
 }

@@ -1,15 +1,18 @@
-import type { ServerResponse } from 'node:http';
+import { timingSafeEqual } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
+  type FastifyRequest,
 } from 'fastify';
 import { AppError } from '../domain/errors.js';
+import { publicHealthReport } from '../domain/health/health.service.js';
 import type { ApiDeps } from './api-deps.js';
 import { httpStatusOf, type ErrorBody } from './error-map.js';
 import { registerDashboards } from './dashboards/dashboard.routes.js';
+import { createLiveStreams } from './graphql/live-streams.js';
 import { createGraphqlResponseCache } from './graphql/response-cache.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
@@ -123,8 +126,10 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
     } satisfies ErrorBody),
   );
 
+  // Public (load balancers and compose probe it without a key): a cached report (app/app.ts), and
+  // each failure only summarised, since probe errors name internal hosts and URLs.
   app.get('/healthz', async (_request, reply) => {
-    const report = await deps.checkHealth();
+    const report = publicHealthReport(await deps.checkHealth());
     return reply.status(report.status === 'ok' ? 200 : 503).send({
       status: report.status,
       checked_at: report.checkedAt.toISOString(),
@@ -142,11 +147,12 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
     });
   });
 
-  app.get('/metrics', async (_request, reply) =>
-    reply
+  app.get('/metrics', async (request, reply) => {
+    checkMetricsAccess(request, deps.exposure.metricsToken);
+    return reply
       .header('content-type', deps.metrics.registry.contentType)
-      .send(await deps.metrics.registry.metrics()),
-  );
+      .send(await deps.metrics.registry.metrics());
+  });
 
   app.get('/api/v1/openapi.json', () => app.swagger());
   registerAvatarRoute(app, deps);
@@ -168,13 +174,14 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
 function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
   const answers = createGraphqlResponseCache(deps);
   const yoga = createGraphqlServer(deps, [answers.plugin]);
-  // Yoga parses multipart itself; Fastify must hand it the raw stream.
-  app.addContentTypeParser('multipart/form-data', {}, (_request, _payload, done) => done(null));
+  // No multipart parser: the schema takes no uploads, and a parser that handed Yoga the raw stream
+  // let an anonymous client send an unbounded body. Fastify answers such a request 415 from its
+  // content type alone, before reading the body or authenticating.
   // Subscriptions stream (SSE) until the client leaves; close() would wait for them forever. They
   // are cut as a client disconnect cuts them (Yoga ends the subscription); clients reconnect.
-  const streams = new Set<ServerResponse>();
+  const streams = createLiveStreams(deps);
   app.addHook('preClose', (done) => {
-    for (const stream of streams) stream.destroy();
+    streams.closeAll();
     done();
   });
   app.route({
@@ -184,20 +191,53 @@ function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
       const key = answers.keyOf(req);
       if (key !== undefined && (await answers.answer(key, req, reply))) return reply;
       const version = answers.version();
-      const response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
+      const slot = await streams.admit(req);
+      let response: Response;
+      try {
+        response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
+      } catch (error) {
+        slot?.release();
+        throw error;
+      }
       response.headers.forEach((value, key) => {
         void reply.header(key, value);
       });
       void reply.status(response.status);
       if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
-        const raw = reply.raw;
-        streams.add(raw);
-        raw.once('close', () => streams.delete(raw));
-      }
+        slot?.attach(reply.raw);
+      } else slot?.release();
       const kept = key === undefined ? undefined : await answers.remember(key, version, req, response);
       return reply.send(kept ?? response.body);
     },
   });
+}
+
+/**
+ * /metrics shows request counts, queue depths and the backing services' state: not for anyone.
+ * With METRICS_TOKEN set it asks every client for `Authorization: Bearer <token>`. Without one it
+ * answers only a client on this machine that came through no proxy: the socket's own peer address
+ * (never X-Forwarded-For, which a client writes), and no Forwarded/X-Forwarded-For header, since a
+ * reverse proxy on the same host connects from loopback on every client's behalf.
+ */
+function checkMetricsAccess(request: FastifyRequest, token: string | undefined): void {
+  if (token !== undefined) {
+    const presented = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization?.trim() ?? '')?.[1] ?? '';
+    const expected = Buffer.from(token);
+    const given = Buffer.from(presented);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new AppError('unauthorized', 'Send the metrics token: Authorization: Bearer <METRICS_TOKEN>');
+    }
+    return;
+  }
+  const peer = request.socket.remoteAddress ?? '';
+  const loopback = peer === '::1' || peer.startsWith('127.') || peer.startsWith('::ffff:127.');
+  const proxied = request.headers['x-forwarded-for'] !== undefined || request.headers.forwarded !== undefined;
+  if (!loopback || proxied) {
+    throw new AppError(
+      'forbidden',
+      '/metrics answers clients on this machine only; set METRICS_TOKEN to scrape it from elsewhere',
+    );
+  }
 }
 
 /** Maps any thrown error to a status and a `{ error, message }` body; never leaks a stack. */

@@ -7,11 +7,13 @@ import { createRedis } from '../adapters/redis/index.js';
 import { createLiveEvents } from '../adapters/redis/live-events.js';
 import { createPaymentsQueue } from '../adapters/redis/payments-queue.js';
 import { createRateLimiter } from '../adapters/redis/rate-limiter.js';
-import type { ApiDeps } from '../api/api-deps.js';
+import type { ApiDeps, HttpExposure } from '../api/api-deps.js';
 import { createMetrics, type Metrics } from '../api/metrics.js';
 import type { Config } from '../config/index.js';
 import type { Devstack } from '../devstack/index.js';
+import { cachedHealthCheck } from '../domain/health/health-cache.js';
 import { checkHealth, type HealthReport, type Probe } from '../domain/health/health.service.js';
+import { redactUrls } from '../url-redaction.js';
 import { cachedApiKeyStore, signallingAccountStore } from './identity-stores.js';
 import { createChangeSignals } from './change-signals.js';
 import { createLedgerCore, type LedgerCore } from './ledger-core.js';
@@ -31,6 +33,12 @@ export interface App extends ApiDeps, LedgerCore {
 }
 
 const HEALTH_TIMEOUT_MS = 2_000;
+/**
+ * A health report is answered again for this long instead of probing anew: /healthz and the
+ * public GraphQL `health` field then cost at most four probes per interval however many callers
+ * (or aliases in one query) ask. Shorter than any poller's period (compose, Prometheus: >= 5 s).
+ */
+const HEALTH_MAX_AGE_MS = 2_000;
 
 export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   // 20: a paid write holds a connection for a few ms, and at hundreds per second 10 queue up.
@@ -69,6 +77,31 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     source: stack.solana.source,
     probe: () => solanaGetHealth(stack.solana.url),
   });
+  // The probes' own errors name hosts and URLs, so clients see only a summary: the detail is
+  // logged here, once when a dependency goes down (not on every probe while it stays down).
+  const down = new Set<string>();
+  const logHealthChanges = (report: HealthReport) => {
+    for (const dependency of report.dependencies) {
+      if (dependency.status === 'down' && !down.has(dependency.name)) {
+        down.add(dependency.name);
+        logger.warn(
+          { dependency: dependency.name, latencyMs: dependency.latencyMs },
+          `health: ${dependency.name} is down: ${redactUrls(dependency.detail ?? dependency.error ?? 'failed')}`,
+        );
+      } else if (dependency.status === 'up' && down.delete(dependency.name)) {
+        logger.info({ dependency: dependency.name }, `health: ${dependency.name} is up again`);
+      }
+    }
+  };
+  const health = cachedHealthCheck(
+    async () => {
+      const report = await checkHealth({ probes, timeoutMs: HEALTH_TIMEOUT_MS });
+      metrics.recordHealth(report);
+      logHealthChanges(report);
+      return report;
+    },
+    { maxAgeMs: HEALTH_MAX_AGE_MS },
+  );
 
   return {
     config,
@@ -84,11 +117,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     accounts: signallingAccountStore(core.accounts, changes),
     changes,
     readCacheTtlMs: config.READ_CACHE_TTL_MS,
-    checkHealth: async () => {
-      const report = await checkHealth({ probes, timeoutMs: HEALTH_TIMEOUT_MS });
-      metrics.recordHealth(report);
-      return report;
-    },
+    checkHealth: health,
     migrate: async () => {
       const postgres = await migratePostgres(db);
       const ch = await migrateClickHouse(clickhouse);
@@ -98,6 +127,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     liveEvents,
     writeTimeoutMs: config.WRITE_TIMEOUT_MS,
     publicRpcUrl: config.PUBLIC_RPC_URL ?? stack.solana.url,
+    exposure: httpExposureOf(config),
     trustProxyHops: config.TRUST_PROXY_HOPS,
     rateLimiter: createRateLimiter(redis, {
       prefix: config.REDIS_PREFIX,
@@ -110,6 +140,20 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
       await liveEvents.close();
       await Promise.allSettled([db.destroy(), redis.quit(), clickhouse.close()]);
     },
+  };
+}
+
+/**
+ * What the HTTP server shows beyond API keys. Production is closed by default: no cross-origin
+ * pages (the dashboards are same-origin), no GraphiQL; development lets any origin's page call
+ * /graphql (a front end on its own dev server) and serves GraphiQL.
+ */
+export function httpExposureOf(config: Config): HttpExposure {
+  const production = config.NODE_ENV === 'production';
+  return {
+    corsOrigins: config.CORS_ORIGINS ?? (production ? [] : ['*']),
+    metricsToken: config.METRICS_TOKEN,
+    graphiql: !production,
   };
 }
 

@@ -31,6 +31,16 @@ const base58Address = z
   .trim()
   .regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, { message: 'expected a base58 Solana address' });
 
+/** `scheme://host[:port]` and nothing else: what a browser sends in its Origin header. */
+const isOrigin = (value: string) => {
+  try {
+    const parsed = new URL(value);
+    return ['http:', 'https:'].includes(parsed.protocol) && parsed.origin === value;
+  } catch {
+    return false;
+  }
+};
+
 /** An empty string counts as unset, as a shell `VAR=` or a blank compose entry means. */
 const optional = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
@@ -43,6 +53,25 @@ export const envSchema = z.object({
   PORT: port.default(3000),
   /** Interface the API binds to; compose sets 0.0.0.0 inside containers. */
   HOST: z.string().trim().min(1).default('127.0.0.1'),
+  /**
+   * Web origins whose pages may call /graphql from a browser (comma-separated, e.g.
+   * `https://app.example.com,https://admin.example.com`; `*` for any). Unset: any origin outside
+   * production, none in production (same-origin pages such as /dashboard need no CORS).
+   */
+  CORS_ORIGINS: optional(
+    z
+      .string()
+      .trim()
+      .transform((value) => value.split(',').map((origin) => origin.trim().replace(/\/$/, '')))
+      .refine((origins) => origins.every((origin) => origin === '*' || isOrigin(origin)), {
+        message: 'expected * or comma-separated origins such as https://app.example.com',
+      }),
+  ),
+  /**
+   * Bearer token that /metrics asks for (`Authorization: Bearer <token>`, at least 16 characters).
+   * Unset: /metrics answers only clients connecting from the machine itself (loopback).
+   */
+  METRICS_TOKEN: optional(z.string().trim().min(16, { message: 'expected at least 16 characters' })),
   /** Folder for everything the embedded services keep: postgres/, clickhouse/, redis/, stack.json. */
   DATA_DIR: z.string().trim().min(1, { message: 'expected a folder path' }).default('.data'),
   LOG_LEVEL: z

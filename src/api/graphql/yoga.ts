@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
+import { createYoga, type Plugin, type YogaServerInstance, type YogaServerOptions } from 'graphql-yoga';
 import type { ApiDeps } from '../api-deps.js';
 import { createContext, type GraphQLContext } from './context.js';
 import { isClientError, maskError } from './errors.js';
@@ -31,8 +31,28 @@ export function createGraphqlServer(
       },
     },
     context: ({ req, reply }) => createContext(deps, req, reply),
+    // The schema has no uploads: no multipart parser, so no body is read beyond Fastify's limit.
+    multipart: false,
+    // The GraphiQL page is a development tool; production answers browsers with plain GraphQL.
+    graphiql: deps.exposure.graphiql,
+    cors: corsPolicy(deps.exposure.corsOrigins),
     // Query limits run with the other validation rules (an operation over them never executes),
     // and each operation spends its rate-limit budget by its cost before it executes.
     plugins: [queryLimitsPlugin(), ...plugins],
   });
+}
+
+/**
+ * Only listed origins get CORS headers (Yoga's default reflects any origin). Never with
+ * credentials: the API authenticates by bearer key, which a page sends explicitly; a cookie of
+ * ours (the operator dashboards' session) must never ride along on another site's request.
+ */
+function corsPolicy(origins: readonly string[]): YogaServerOptions<ServerContext, GraphQLContext>['cors'] {
+  if (origins.length === 0) return false;
+  const any = origins.includes('*');
+  return (request) => {
+    const origin = request.headers.get('origin');
+    if (origin === null || !(any || origins.includes(origin))) return false;
+    return { origin: [origin], credentials: false, methods: ['GET', 'POST', 'OPTIONS'] };
+  };
 }

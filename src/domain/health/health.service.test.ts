@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { checkHealth } from './health.service.js';
+import { checkHealth, publicHealthReport } from './health.service.js';
 
 describe('checkHealth', () => {
   test('is ok only when every probe succeeds', async () => {
@@ -17,16 +17,28 @@ describe('checkHealth', () => {
     ]);
   });
 
-  test('a failing probe makes the report down and carries its message', async () => {
+  test('a failing probe makes the report down; its message is the detail, not the public error', async () => {
     const report = await checkHealth({
       timeoutMs: 100,
       probes: [
         { name: 'a', source: 'embedded', probe: () => Promise.resolve('fine') },
-        { name: 'b', source: 'external', probe: () => Promise.reject(new Error('connection refused')) },
+        {
+          name: 'b',
+          source: 'external',
+          probe: () => Promise.reject(new Error('connect ECONNREFUSED 10.1.2.3:5432')),
+        },
       ],
     });
     expect(report.status).toBe('down');
-    expect(report.dependencies[1]).toMatchObject({ name: 'b', status: 'down', error: 'connection refused' });
+    expect(report.dependencies[1]).toMatchObject({
+      name: 'b',
+      status: 'down',
+      error: 'probe failed',
+      detail: 'connect ECONNREFUSED 10.1.2.3:5432',
+    });
+    const shown = publicHealthReport(report);
+    expect(shown.dependencies[1]).toMatchObject({ name: 'b', status: 'down', error: 'probe failed' });
+    expect(JSON.stringify(shown)).not.toContain('10.1.2.3');
   });
 
   test('a probe that hangs counts as down after the timeout', async () => {

@@ -8,7 +8,13 @@ export interface DependencyHealth {
   latencyMs: number;
   /** How the service was provided: external, embedded, shared, local. */
   source: string;
+  /**
+   * Why it is down, in words safe for anyone (a timeout, or that the probe failed): errors of
+   * database and RPC clients name hosts, ports, users and URLs, which a public endpoint must not.
+   */
   error?: string;
+  /** The probe's own error message, for the log and operators (admin, finance) only. */
+  detail?: string;
 }
 
 export interface HealthReport {
@@ -33,8 +39,9 @@ export async function checkHealth(deps: HealthDeps): Promise<HealthReport> {
         await withTimeout(probe(), deps.timeoutMs);
         return { name, source, status: 'up', latencyMs: elapsed(started) };
       } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        return { name, source, status: 'down', latencyMs: elapsed(started), error: message || 'failed' };
+        const detail = (error instanceof Error ? error.message : String(error)) || 'failed';
+        const summary = error instanceof ProbeTimeout ? detail : 'probe failed';
+        return { name, source, status: 'down', latencyMs: elapsed(started), error: summary, detail };
       }
     }),
   );
@@ -49,14 +56,25 @@ function elapsed(started: number): number {
   return Math.round((performance.now() - started) * 100) / 100;
 }
 
+/** The probe's own timeout: its message names nothing but the limit, so it is safe to show. */
+class ProbeTimeout extends Error {}
+
 async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new ProbeTimeout(`no answer within ${ms} ms`)), ms);
   });
   try {
     return await Promise.race([promise, timeout]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The report as anyone may see it: status and latency of each dependency, no error detail. */
+export function publicHealthReport(report: HealthReport): HealthReport {
+  return {
+    ...report,
+    dependencies: report.dependencies.map(({ detail: _detail, ...shown }) => shown),
+  };
 }

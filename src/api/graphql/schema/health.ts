@@ -1,4 +1,8 @@
-import type { DependencyHealth, HealthReport } from '../../../domain/health/health.service.js';
+import {
+  publicHealthReport,
+  type DependencyHealth,
+  type HealthReport,
+} from '../../../domain/health/health.service.js';
 import { builder } from '../builder.js';
 
 const DependencyHealthType = builder.objectRef<DependencyHealth>('DependencyHealth').implement({
@@ -10,7 +14,12 @@ const DependencyHealthType = builder.objectRef<DependencyHealth>('DependencyHeal
     source: t.exposeString('source', {
       description: 'How the service was provided: external, embedded, shared or local.',
     }),
-    error: t.exposeString('error', { nullable: true }),
+    error: t.string({
+      nullable: true,
+      description:
+        'Why it is down: the probe error itself for the admin and finance roles, a summary (a timeout, or that the probe failed) for everyone else.',
+      resolve: (dependency) => dependency.detail ?? dependency.error ?? null,
+    }),
   }),
 });
 
@@ -25,7 +34,14 @@ const HealthReportType = builder.objectRef<HealthReport>('HealthReport').impleme
 builder.queryField('health', (t) =>
   t.field({
     type: HealthReportType,
-    description: 'Status and latency of every backing service (the same report as GET /healthz).',
-    resolve: (_root, _args, ctx) => ctx.deps.checkHealth(),
+    description:
+      'Status and latency of every backing service (the same report as GET /healthz, probed at most once every 2 seconds).',
+    // Every selection shares one cached report (app/app.ts), so aliases cannot multiply probes.
+    // Probe errors name internal hosts: only operators see them.
+    resolve: async (_root, _args, ctx) => {
+      const report = await ctx.deps.checkHealth();
+      const operator = ctx.viewer?.role === 'admin' || ctx.viewer?.role === 'finance';
+      return operator ? report : publicHealthReport(report);
+    },
   }),
 );

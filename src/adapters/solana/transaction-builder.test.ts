@@ -111,6 +111,29 @@ describe('buildTransfer', () => {
     ]);
   });
 
+  test('a leg marked createRecipientAta creates only its own recipient ATA, before every transfer', () => {
+    const tx = buildTransfer({
+      feePayer,
+      recentBlockhash,
+      legs: [
+        { mint: USDC, decimals: 6, from: user, to: treasury, amount: 1n },
+        { mint: USDC, decimals: 6, from: user, to: author, amount: 2n, createRecipientAta: true },
+      ],
+    });
+    expect(tx.instructions.map((ix) => ix.programId.toBase58())).toEqual([
+      ASSOCIATED_TOKEN_PROGRAM_ID.toBase58(),
+      TOKEN_PROGRAM_ID.toBase58(),
+      TOKEN_PROGRAM_ID.toBase58(),
+    ]);
+    const create = tx.instructions[0]!;
+    expect(create.keys.map((k) => k.pubkey.toBase58())).toEqual(
+      [feePayer, ata(USDC, author), author, USDC, SystemProgram.programId, TOKEN_PROGRAM_ID].map((k) =>
+        k.toBase58(),
+      ),
+    );
+    expect([...create.data]).toEqual([1]); // the idempotent variant: an existing account is left alone
+  });
+
   test('accepts a 566-byte memo and refuses 567 bytes, counting UTF-8 bytes rather than characters', () => {
     const legs = [{ mint: USDC, decimals: 6, from: user, to: treasury, amount: 1n }];
     expect(() => buildTransfer({ feePayer, recentBlockhash, legs, memo: 'a'.repeat(566) })).not.toThrow();

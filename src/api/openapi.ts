@@ -14,6 +14,7 @@ export async function openApiDocument(): Promise<unknown> {
       get: (_target, name) => {
         if (name === 'logger') return pino({ level: 'silent' });
         if (name === 'trustProxyHops') return 0;
+        if (name === 'exposure') return { corsOrigins: [], metricsToken: undefined, graphiql: false };
         throw new Error(`${String(name)} is not available while printing the OpenAPI document`);
       },
     },

@@ -13,7 +13,12 @@ export interface SettlementHooks {
   onSent?(signature: string): Promise<void>;
 }
 
-/** Re-signs allowed after expiries before the job gives up and retries later. */
+/**
+ * Re-signs allowed in one run of the job. Past it the expiry is thrown like any retryable failure:
+ * the queue runs the job again within 60 s (capped backoff, no attempt limit; see
+ * paymentRetryDelayMs), so a payment is never abandoned while a re-sign can still land it. Only a
+ * failure on chain (program error, invalid transaction) ends it, with its legs reversed.
+ */
 const MAX_RESIGNS_PER_RUN = 5;
 
 /**

@@ -158,33 +158,39 @@ describe('GraphQL budgets on a running server', () => {
   const remaining = (response: Response) =>
     Number(/;r=(\d+)/.exec(response.headers.get('ratelimit') ?? '')?.[1]);
 
-  test('300 aliased __schema from a caller without a key are refused before anything executes', async () => {
-    const response = await anonymous(aliased(300, '__schema { types { name } }'));
+  /** Refused before execution: 400, no data, no budget spent (so no RateLimit header). */
+  const refusedCodes = async (response: Response) => {
     expect(response.status).toBe(400);
+    expect(response.headers.get('ratelimit')).toBeNull();
     const body = (await response.json()) as Body;
     expect(body.data).toBeUndefined();
-    expect(body.errors?.map((error) => error.extensions.code)).toContain('TOO_MANY_ALIASES');
-    // Refused while validating: no budget spent, so no RateLimit header.
-    expect(response.headers.get('ratelimit')).toBeNull();
+    return body.errors?.map((error) => error.extensions?.code) ?? [];
+  };
+
+  test('300 aliased __schema from a caller without a key are refused before anything executes', async () => {
+    // 2,400 tokens: refused by the parser.
+    expect(await refusedCodes(await anonymous(aliased(300, '__schema { types { name } }')))).toEqual([
+      'QUERY_TOO_LARGE',
+    ]);
+    // 100 of them fit the token limit: refused by the alias (and root-field) limits.
+    expect(await refusedCodes(await anonymous(aliased(100, '__schema { types { name } }')))).toContain(
+      'TOO_MANY_ALIASES',
+    );
+    // __type lookups are aliases like any other: 31 are one too many.
+    const types = Array.from({ length: 31 }, (_, i) => `t${i}: __type(name: "Post") { name }`).join(' ');
+    expect(await refusedCodes(await anonymous(`{ ${types} }`))).toContain('TOO_MANY_ALIASES');
   });
 
   test('2,000 aliased health from a caller without a key are refused before any probe runs', async () => {
     const before = healthChecks;
-    const response = await anonymous(aliased(2_000, 'health{status}'));
-    expect(response.status).toBe(400);
-    const body = (await response.json()) as Body;
-    expect(body.data).toBeUndefined();
-    expect(body.errors?.map((error) => error.extensions.code)).toEqual(
-      expect.arrayContaining([
-        'TOO_MANY_ALIASES',
-        'QUERY_TOO_LARGE',
-        'TOO_MANY_ROOT_FIELDS',
-        'QUERY_TOO_COSTLY',
-      ]),
+    // 12,000 tokens: refused while parsing.
+    const huge = await anonymous(aliased(2_000, 'health{status}'));
+    const hugeCodes = await refusedCodes(huge);
+    expect(hugeCodes).toEqual(['QUERY_TOO_LARGE']);
+    // 200 fit the parser's limit; validation refuses them on every count.
+    expect(await refusedCodes(await anonymous(aliased(200, 'health{status}')))).toEqual(
+      expect.arrayContaining(['TOO_MANY_ALIASES', 'TOO_MANY_ROOT_FIELDS', 'QUERY_TOO_COSTLY']),
     );
-    expect(
-      body.errors?.find((error) => error.extensions.code === 'TOO_MANY_ALIASES')?.extensions,
-    ).toMatchObject({ aliases: 2_000, maxAliases: MAX_QUERY_ALIASES });
     expect(healthChecks).toBe(before);
     // One health selection still answers (and runs the probes at most once).
     const one = (await (await anonymous('{ health { status } }')).json()) as Body;
@@ -216,6 +222,20 @@ describe('GraphQL budgets on a running server', () => {
     expect(((await large.json()) as Body).errors).toBeUndefined();
     // limit 1: 105, one request; limit 100: 600, two requests.
     expect(remaining(small) - remaining(large)).toBe(2);
+  });
+
+  test('a page costing two requests spends two again when answered from the response cache', async () => {
+    const page = `{ feed(sort: LATEST, first: 50) { edges { cursor node { id type content createdAt likeCount
+      replyCount repostCount viewerHasLiked author { handle displayName avatarUrl } } } pageInfo { endCursor } } }`;
+    const first = await asReader(page);
+    expect(((await first.json()) as Body).errors).toBeUndefined();
+    // Asked again at once (well within READ_CACHE_TTL_MS, nothing written): the cached answer.
+    const second = await asReader(page);
+    expect(((await second.json()) as Body).errors).toBeUndefined();
+    const third = await asReader(page);
+    expect(((await third.json()) as Body).errors).toBeUndefined();
+    expect(remaining(first) - remaining(second)).toBe(2);
+    expect(remaining(second) - remaining(third)).toBe(2);
   });
 
   test('a mutation spends its REST twin’s bucket per field, not the read bucket', async () => {

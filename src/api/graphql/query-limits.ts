@@ -18,7 +18,9 @@ import {
   type GraphQLField,
   type GraphQLSchema,
   type OperationDefinitionNode,
+  type ParseOptions,
   type SelectionSetNode,
+  type Source,
   type ValidationRule,
   type ValueNode,
 } from 'graphql';
@@ -47,6 +49,12 @@ import { spendOperation } from './rate-limits.js';
  * exceptions); GraphiQL's introspection query selects ~230 fields once its fragments are expanded.
  */
 
+/**
+ * Tokens per document, checked while it is parsed, so a document stuffed with thousands of aliases
+ * is refused before graphql-js's own validation rules spend ~20 ms on its 40 KB. About ten times
+ * GraphiQL's introspection query (~190 tokens); a document at MAX_QUERY_FIELDS needs ~500-1,500.
+ */
+export const MAX_QUERY_TOKENS = 2_000;
 /** Nesting of fields outside introspection (whose own nesting graphql-js's MaxIntrospectionDepthRule bounds). */
 export const MAX_QUERY_DEPTH = 12;
 /** The most an operation may cost: 100 backend round trips, or 10,000 objects. */
@@ -322,13 +330,31 @@ export function queryLimitsRule(maxDepth = MAX_QUERY_DEPTH, maxCost = MAX_QUERY_
 }
 
 /**
- * The limits as a Yoga plugin: the rule runs with the other validation rules (an operation over a
- * limit never executes), and each query or mutation spends its caller's rate-limit budget by its
- * cost, priced with the request's variables, once, before it executes (see spendOperation). A
- * refused operation answers HTTP 429 with RATE_LIMITED and executes nothing.
+ * The limits as a Yoga plugin: the token limit runs with the parser, the rule with the other
+ * validation rules (an operation over a limit never executes), and each query or mutation spends
+ * its caller's rate-limit budget by its cost, priced with the request's variables, once, before it
+ * executes (see spendOperation). A refused operation answers HTTP 429 with RATE_LIMITED and
+ * executes nothing.
  */
 export function queryLimitsPlugin(): Plugin {
   return {
+    onParse: ({ parseFn, setParseFn }) =>
+      setParseFn((source: string | Source, options?: ParseOptions): DocumentNode => {
+        try {
+          return parseFn(source, { ...options, maxTokens: MAX_QUERY_TOKENS }) as DocumentNode;
+        } catch (error) {
+          // graphql-js words it "Document contains more that N tokens. Parsing aborted." (sic);
+          // given here the code our other size limits carry. Yoga's parse may come from graphql's
+          // CommonJS build, whose GraphQLError is another class: matched by message.
+          if (error instanceof Error && /tokens\. Parsing aborted\.$/.test(error.message)) {
+            throw new GraphQLError(
+              `The document has more than ${MAX_QUERY_TOKENS} tokens (names, punctuation, values); at most ${MAX_QUERY_TOKENS} are allowed. Send several smaller operations.`,
+              { extensions: { code: 'QUERY_TOO_LARGE', maxTokens: MAX_QUERY_TOKENS } },
+            );
+          }
+          throw error;
+        }
+      }),
     onValidate: ({ addValidationRule }) => addValidationRule(queryLimitsRule()),
     onExecute: async ({
       args,

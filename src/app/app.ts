@@ -13,7 +13,7 @@ import type { Config } from '../config/index.js';
 import type { Devstack } from '../devstack/index.js';
 import { cachedHealthCheck } from '../domain/health/health-cache.js';
 import { checkHealth, type HealthReport, type Probe } from '../domain/health/health.service.js';
-import { redactUrls } from '../url-redaction.js';
+import { redactUrl, redactUrls } from '../url-redaction.js';
 import { cachedApiKeyStore, signallingAccountStore } from './identity-stores.js';
 import { createChangeSignals } from './change-signals.js';
 import { createLedgerCore, type LedgerCore } from './ledger-core.js';
@@ -126,7 +126,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     payments,
     liveEvents,
     writeTimeoutMs: config.WRITE_TIMEOUT_MS,
-    publicRpcUrl: config.PUBLIC_RPC_URL ?? stack.solana.url,
+    publicRpcUrl: publicRpcUrlOf(config.PUBLIC_RPC_URL, stack.solana.url),
     exposure: httpExposureOf(config),
     trustProxyHops: config.TRUST_PROXY_HOPS,
     rateLimiter: createRateLimiter(redis, {
@@ -166,4 +166,14 @@ async function solanaGetHealth(rpcUrl: string): Promise<void> {
   const body = (await response.json()) as { result?: string; error?: { message: string } };
   if (body.result !== 'ok')
     throw new Error(body.error?.message ?? `getHealth answered ${JSON.stringify(body)}`);
+}
+
+/**
+ * The RPC URL the dashboards put in block-explorer links, which every dashboard user reads. Set
+ * (PUBLIC_RPC_URL), it is the operator's choice; else the service's own RPC URL, with any secret in
+ * it hidden: a provider's key in SOLANA_RPC_URL must not reach a creator's browser (the link then
+ * needs PUBLIC_RPC_URL to work, which the README says).
+ */
+export function publicRpcUrlOf(publicRpcUrl: string | undefined, rpcUrl: string): string {
+  return publicRpcUrl ?? redactUrl(rpcUrl);
 }

@@ -132,6 +132,26 @@ test('behind TRUST_PROXY_HOPS=1 the client is the rightmost X-Forwarded-For entr
   }
 });
 
+test('an IPv6 client is budgeted by its /64: rotating the other 64 bits buys nothing', async () => {
+  const server = await buildServer({ ...env.app, trustProxyHops: 1 });
+  try {
+    const base = await server.listen({ port: 0, host: '127.0.0.1' });
+    const from = (address: string) => ({ 'x-forwarded-for': address });
+    for (let i = 1; i <= 5; i++) {
+      const response = await signUp(base, { handle: 'NOT VALID' }, from(`2001:db8:7:7::${i.toString(16)}`));
+      expect(response.status, `sign-up ${i}`).toBe(400);
+    }
+    await expectRateLimited(
+      await signUp(base, { handle: 'NOT VALID' }, from('2001:db8:7:7:abcd:1234:5678:9abc')),
+      'sixth from the same /64',
+    );
+    // The next /64 is another subscriber.
+    expect((await signUp(base, { handle: 'NOT VALID' }, from('2001:db8:7:8::1'))).status).toBe(400);
+  } finally {
+    await server.close();
+  }
+});
+
 test(
   'a global sign-up budget holds many addresses together; invalid sign-ups do not spend it',
   { timeout: 60_000 },

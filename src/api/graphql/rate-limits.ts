@@ -1,4 +1,5 @@
 import { OperationTypeNode } from 'graphql';
+import { clientSubject } from '../client-subject.js';
 import type { RateLimitBucket } from '../../domain/rate-limits/rate-limit-policy.js';
 import { spend } from '../rest/auth.hook.js';
 import type { GraphQLContext } from './context.js';
@@ -48,7 +49,7 @@ export async function spendOperation(
 }
 
 async function spendCost(ctx: GraphQLContext, bucket: RateLimitBucket, cost: number): Promise<void> {
-  const subject = ctx.viewer?.accountId ?? `ip:${ctx.req.ip}`;
+  const subject = ctx.viewer?.accountId ?? clientSubject(ctx.req.ip);
   ctx.spent.push({ bucket, cost });
   try {
     await spend(ctx.deps, ctx.reply, bucket, subject, cost);

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { getOperationAST, Kind, OperationTypeNode, type ExecutionArgs } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { createReadCache } from '../../app/read-cache.js';
+import { clientSubject } from '../client-subject.js';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
 import type { ApiDeps } from '../api-deps.js';
 import { spend } from '../rest/auth.hook.js';
@@ -88,7 +89,7 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
       if (!cached) return false;
       try {
         const header = req.headers.authorization;
-        const subject = header ? (await authenticate(deps.apiKeys, header)).accountId : `ip:${req.ip}`;
+        const subject = header ? (await authenticate(deps.apiKeys, header)).accountId : clientSubject(req.ip);
         for (const { bucket, cost } of cached.spent) await spend(deps, reply, bucket, subject, cost);
       } catch {
         return false; // refused: Yoga answers it with the proper error

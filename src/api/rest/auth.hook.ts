@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { clientSubject } from '../client-subject.js';
 import type { Scope } from '../../domain/auth/api-key.js';
 import { authenticate, requireScope, type Viewer } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
@@ -25,7 +26,7 @@ declare module 'fastify' {
 export function createAuthHook(deps: ApiDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const { scope, bucket } = request.routeOptions.config;
-    let subject = `ip:${request.ip}`;
+    let subject = clientSubject(request.ip);
     if (scope) {
       request.viewer = await authenticate(deps.apiKeys, request.headers.authorization);
       requireScope(request.viewer, scope);

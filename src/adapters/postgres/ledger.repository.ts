@@ -152,14 +152,25 @@ export async function recordMovement(
  * The statement that moves the held credits of some movements (`movementIds`: SQL yielding
  * movement ids) from `pending` to the spendable balance. Whoever runs it makes sure it runs once
  * per movement (see confirmOutboxPayments).
+ *
+ * The accounts are locked in id order (the sorted FOR UPDATE subquery) before any is updated, as
+ * ledger_record_movement locks them: a batch confirming many payments used to update its accounts
+ * in hash order, and a paid write locking two of the same accounts in id order meanwhile made a
+ * cycle that Postgres broke by failing one ("deadlock detected", a 500 on the write).
  */
 export function releaseHeldCreditsSql(movementIds: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`
     UPDATE ledger_accounts a
        SET pending = a.pending - c.amount, balance = a.balance + c.amount
-      FROM (SELECT ledger_account_id, sum(amount) AS amount FROM ledger_legs
-             WHERE movement_id IN (${movementIds}) AND amount > 0 GROUP BY ledger_account_id) c
-     WHERE a.id = c.ledger_account_id AND a.kind = 'user'`;
+      FROM (SELECT held.id, credits.amount
+              FROM ledger_accounts held
+              JOIN (SELECT ledger_account_id, sum(amount) AS amount FROM ledger_legs
+                     WHERE movement_id IN (${movementIds}) AND amount > 0
+                     GROUP BY ledger_account_id) credits ON credits.ledger_account_id = held.id
+             WHERE held.kind = 'user'
+             ORDER BY held.id
+               FOR UPDATE OF held) c
+     WHERE a.id = c.id`;
 }
 
 /** Releases one movement's held credits inside the caller's transaction. */

@@ -15,6 +15,7 @@ import * as creatorFund from './2026_11_22_c_creator_fund.js';
 import * as swaps from './2026_11_22_d_swaps.js';
 import * as recordMovementFunction from './2026_11_22_e_record_movement_function.js';
 import * as releasedHandles from './2026_11_24_e_released_handles.js';
+import * as storedCounters from './2026_11_24_f_stored_counters.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -39,4 +40,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_d_swaps': swaps,
   '2026_11_22_e_record_movement_function': recordMovementFunction,
   '2026_11_24_e_released_handles': releasedHandles,
+  '2026_11_24_f_stored_counters': storedCounters,
 };

@@ -134,14 +134,18 @@ export function createAccountStore(db: Db): AccountStore {
       return row && { handle: row.handle, accountId: row.account_id, reservedUntil: row.reserved_until };
     },
     stats: async (id) => {
+      // Stored on the account row, kept by the database with the rows they count (posts,
+      // follows): a profile read costs one primary-key lookup, however many followers.
       const row = await db
-        .selectNoFrom([
-          sql<number>`(SELECT count(*)::int FROM follows WHERE followee_id = ${id})`.as('followers'),
-          sql<number>`(SELECT count(*)::int FROM follows WHERE follower_id = ${id})`.as('following'),
-        ])
-        .executeTakeFirstOrThrow();
-      // Posts arrive with the write-path issue; until then an account has none.
-      return { followerCount: row.followers, followingCount: row.following, postCount: 0 };
+        .selectFrom('accounts')
+        .select(['post_count', 'follower_count', 'following_count'])
+        .where('id', '=', id)
+        .executeTakeFirst();
+      return {
+        followerCount: row?.follower_count ?? 0,
+        followingCount: row?.following_count ?? 0,
+        postCount: row?.post_count ?? 0,
+      };
     },
   };
 }

@@ -56,7 +56,23 @@ export interface PostsTable {
   quoted_post_id: string | null;
   movement_id: string;
   created_at: ColumnType<Date, Date | undefined, never>;
+  /** Its payment failed on chain (refunded): shown nowhere, counted nowhere. Kept by a trigger. */
+  failed: StoredByTrigger<boolean>;
+  /** Every like row of the post (kept by triggers, like every counter below). */
+  like_count: StoredByTrigger<number>;
+  /** Replies whose payment did not fail. */
+  reply_count: StoredByTrigger<number>;
+  /** Quotes whose payment did not fail. */
+  quote_count: StoredByTrigger<number>;
+  /** Reposts whose payment did not fail. */
+  repost_count: StoredByTrigger<number>;
 }
+
+/**
+ * A column the database keeps itself (schema/postgres/2026_11_24_f_stored_counters.ts): read it,
+ * never write it, so no code path can move a counter apart from the rows it counts.
+ */
+type StoredByTrigger<T> = ColumnType<T, never, never>;
 
 export interface RepostsTable {
   id: Generated<string>;
@@ -65,6 +81,8 @@ export interface RepostsTable {
   post_id: string;
   movement_id: string;
   created_at: ColumnType<Date, Date | undefined, never>;
+  /** Its payment failed on chain (refunded): not shown, not counted; a new attempt may replace it. */
+  failed: StoredByTrigger<boolean>;
 }
 
 export interface SendsTable {
@@ -204,6 +222,10 @@ export interface AccountsTable {
   handle_changed_at: Date | null;
   created_at: ColumnType<Date, Date | undefined, never>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
+  /** Shown posts, replies and quotes (payment not failed). */
+  post_count: StoredByTrigger<number>;
+  follower_count: StoredByTrigger<number>;
+  following_count: StoredByTrigger<number>;
 }
 
 /** A handle given up by a rename, reserved for its previous owner until `reserved_until`. */

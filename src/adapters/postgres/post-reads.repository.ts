@@ -1,124 +1,96 @@
 import { sql, type RawBuilder } from 'kysely';
-import type {
-  PostEngagement,
-  PostReadStore,
-  PostSummary,
-  TimelineRow,
-} from '../../domain/posts/post-reads.js';
+import type { PostReadStore, PostView, TimelineRow } from '../../domain/posts/post-reads.js';
 import type { PostType } from '../../domain/posts/post-rules.js';
 import type { Db } from './db.js';
 
 /**
- * The read path's SQL. Every method is one statement, so a page costs a constant number of them
- * whatever its size: the page of posts with their authors, then one grouped count of its
- * engagement (the service puts them together).
+ * The read path's SQL. Every method is one statement: the page of posts joined to their authors,
+ * with the counts stored on each post row (schema/postgres/2026_11_24_f_stored_counters.ts), so a
+ * page costs one statement whatever its size, and a popular post costs what any post costs.
  *
  * A post, reply or repost whose payment failed on chain was refunded: it is left out everywhere
- * (lists, single reads, counts). Pending payments are shown: the payer's dollar already left, and
- * nearly all of them land.
+ * (lists, single reads, counts); `failed` on its own row says so. Pending payments are shown: the
+ * payer's dollar already left, and nearly all of them land.
  */
 export function createPostReadStore(db: Db): PostReadStore {
   const posts = () =>
     db
       .selectFrom('posts as p')
       .innerJoin('accounts as a', 'a.id', 'p.author_id')
-      .where(paid(sql.ref('p.movement_id')))
+      .where(shown('p'))
       .select(postColumns());
 
   return {
-    summaries: async (ids) => {
+    byIds: async (ids) => {
       if (ids.length === 0) return [];
       const rows = await posts()
-        .where('p.id', 'in', [...ids])
+        .where('p.id', '=', sql<string>`ANY(${[...ids]}::uuid[])`)
         .execute();
-      return rows.map(toSummary);
+      return rows.map(toView);
     },
 
-    engagement: async (ids) => {
-      const counts = new Map<string, PostEngagement>();
-      if (ids.length === 0) return counts;
-      const list = [...ids];
-      const { rows } = await sql<{ post_id: string; kind: 'like' | 'reply' | 'repost'; n: number }>`
-        SELECT post_id, kind, count(*)::int AS n FROM (
-          SELECT l.post_id, 'like' AS kind FROM likes l WHERE l.post_id = ANY(${list}::uuid[])
-          UNION ALL
-          SELECT r.parent_id, 'reply' FROM posts r
-          WHERE r.parent_id = ANY(${list}::uuid[]) AND ${paid(sql.ref('r.movement_id'))}
-          UNION ALL
-          SELECT rp.post_id, 'repost' FROM reposts rp
-          WHERE rp.post_id = ANY(${list}::uuid[]) AND ${paid(sql.ref('rp.movement_id'))}
-        ) engagement
-        GROUP BY post_id, kind`.execute(db);
-      for (const row of rows) {
-        const entry = counts.get(row.post_id) ?? { likeCount: 0, replyCount: 0, repostCount: 0 };
-        if (row.kind === 'like') entry.likeCount = row.n;
-        else if (row.kind === 'reply') entry.replyCount = row.n;
-        else entry.repostCount = row.n;
-        counts.set(row.post_id, entry);
-      }
-      return counts;
+    withContext: async (id) => {
+      const rows = await posts()
+        .where(
+          'p.id',
+          'in',
+          sql<string>`(SELECT unnest(ARRAY[t.id, t.parent_id, t.quoted_post_id])
+                         FROM posts t WHERE t.id = ${id}::uuid)`,
+        )
+        .execute();
+      return rows.map(toView);
     },
 
     latest: async ({ limit, after }) => {
+      // Walks posts_latest_shown (created_at DESC, id DESC) WHERE NOT failed: the first page and
+      // every later one read `limit` index entries and `limit` authors by primary key.
       let query = posts().orderBy('p.created_at', 'desc').orderBy('p.id', 'desc').limit(limit);
       if (after) {
         query = query.where(
           sql<boolean>`(p.created_at, p.id) < (${after.at}::timestamptz, ${after.id}::uuid)`,
         );
       }
-      return (await query.execute()).map(toSummary);
+      return (await query.execute()).map(toView);
     },
 
     timeline: async (accountId, { limit, after }) => {
-      // The account's posts and reposts as one stream of (entry id, post id, time); Postgres
-      // pushes the keyset condition into both branches of the UNION ALL.
-      let query = db
-        .with('entries', (qb) =>
-          qb
-            .selectFrom('posts as own')
-            .where('own.author_id', '=', accountId)
-            .select([
-              'own.id as entry_id',
-              'own.id as post_id',
-              'own.created_at as at',
-              sql<boolean>`false`.as('is_repost'),
-            ])
-            .unionAll(
-              qb
-                .selectFrom('reposts as r')
-                .where('r.reposter_id', '=', accountId)
-                .where(paid(sql.ref('r.movement_id')))
-                .select([
-                  'r.id as entry_id',
-                  'r.post_id',
-                  'r.created_at as at',
-                  sql<boolean>`true`.as('is_repost'),
-                ]),
-            ),
-        )
-        .selectFrom('entries as e')
-        .innerJoin('posts as p', 'p.id', 'e.post_id')
-        .innerJoin('accounts as a', 'a.id', 'p.author_id')
-        // The post itself (own or reposted) must be paid for; this also hides own failed posts.
-        .where(paid(sql.ref('p.movement_id')))
-        .select([
-          'e.entry_id',
-          'e.at',
-          'e.is_repost',
-          exactText(sql.ref('e.at')).as('at_exact'),
-          ...postColumns(),
-        ])
-        .orderBy('e.at', 'desc')
-        .orderBy('e.entry_id', 'desc')
-        .limit(limit);
-      if (after) {
-        query = query.where(sql<boolean>`(e.at, e.entry_id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
-      }
-      const rows = await query.execute();
+      // The account's shown posts and its shown reposts of shown posts, each branch walking its
+      // own index (posts_by_author, reposts_by_reposter) from the cursor for at most `limit` rows,
+      // then merged: a page reads about 2 x limit index entries however long the history is. Every
+      // filter sits inside its branch, so the merged page is never cut short by a later filter.
+      const before = (time: RawBuilder<unknown>, id: RawBuilder<unknown>) =>
+        after ? sql`AND (${time}, ${id}) < (${after.at}::timestamptz, ${after.id}::uuid)` : sql``;
+      const { rows } = await sql<
+        PostRow & { entry_id: string; at: Date; at_exact: string; is_repost: boolean }
+      >`
+        WITH entries AS (
+          (SELECT own.id AS entry_id, own.id AS post_id, own.created_at AS at, false AS is_repost
+             FROM posts own
+            WHERE own.author_id = ${accountId}::uuid AND NOT own.failed
+                  ${before(sql.ref('own.created_at'), sql.ref('own.id'))}
+            ORDER BY own.created_at DESC, own.id DESC
+            LIMIT ${limit})
+          UNION ALL
+          (SELECT r.id, r.post_id, r.created_at, true
+             FROM reposts r JOIN posts original ON original.id = r.post_id
+            WHERE r.reposter_id = ${accountId}::uuid AND NOT r.failed AND NOT original.failed
+                  ${before(sql.ref('r.created_at'), sql.ref('r.id'))}
+            ORDER BY r.created_at DESC, r.id DESC
+            LIMIT ${limit}))
+        SELECT e.entry_id, e.at, e.is_repost, ${exactText(sql.ref('e.at'))} AS at_exact,
+               p.id, p.type, p.content, p.parent_id, p.quoted_post_id, p.created_at,
+               ${exactText(sql.ref('p.created_at'))} AS created_at_exact,
+               p.like_count, p.reply_count, p.quote_count, p.repost_count,
+               a.id AS author_id, a.handle, a.display_name, a.avatar_url, a.wallet_address
+          FROM entries e
+          JOIN posts p ON p.id = e.post_id
+          JOIN accounts a ON a.id = p.author_id
+         ORDER BY e.at DESC, e.entry_id DESC
+         LIMIT ${limit}`.execute(db);
       return rows.map((row): TimelineRow => ({
         entryId: row.entry_id,
         atExact: row.at_exact,
-        post: toSummary(row),
+        post: toView(row),
         repostedAt: row.is_repost ? row.at : null,
       }));
     },
@@ -135,7 +107,7 @@ export function createPostReadStore(db: Db): PostReadStore {
           sql<boolean>`(p.created_at, p.id) > (${after.at}::timestamptz, ${after.id}::uuid)`,
         );
       }
-      return (await query.execute()).map(toSummary);
+      return (await query.execute()).map(toView);
     },
 
     likedBy: async (accountId, ids) => {
@@ -151,8 +123,10 @@ export function createPostReadStore(db: Db): PostReadStore {
   };
 }
 
-/** True unless the movement's chain transaction failed (refunded): such rows are never shown. */
-/** The columns every post read selects: the post (`p`) and its author (`a`). */
+/**
+ * The columns every post read selects: the post (`p`) with its counts, and its author (`a`). The
+ * timeline's raw SQL lists the same columns.
+ */
 function postColumns() {
   return [
     'p.id',
@@ -162,6 +136,10 @@ function postColumns() {
     'p.quoted_post_id',
     'p.created_at',
     exactText(sql.ref('p.created_at')).as('created_at_exact'),
+    'p.like_count',
+    'p.reply_count',
+    'p.quote_count',
+    'p.repost_count',
     'a.id as author_id',
     'a.handle',
     'a.display_name',
@@ -170,10 +148,13 @@ function postColumns() {
   ] as const;
 }
 
-function paid(movementId: RawBuilder<unknown>): RawBuilder<boolean> {
-  return sql<boolean>`NOT EXISTS (
-    SELECT 1 FROM chain_transactions failed
-    WHERE failed.movement_id = ${movementId} AND failed.status = 'failed')`;
+/**
+ * Not failed, as SQL text rather than a bound `false`: a prepared statement's generic plan must
+ * still see the predicate of the partial index posts_latest_shown (`WHERE NOT failed`), which a
+ * `failed = $1` would hide from it.
+ */
+function shown(alias: 'p' | 'r'): RawBuilder<boolean> {
+  return sql<boolean>`NOT ${sql.ref(`${alias}.failed`)}`;
 }
 
 /** A timestamptz as ISO 8601 UTC to the microsecond: a JavaScript Date would round it to the ms. */
@@ -181,7 +162,7 @@ function exactText(column: RawBuilder<unknown>): RawBuilder<string> {
   return sql<string>`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 }
 
-interface SummaryRow {
+interface PostRow {
   id: string;
   type: PostType;
   content: string;
@@ -189,6 +170,10 @@ interface SummaryRow {
   quoted_post_id: string | null;
   created_at: Date;
   created_at_exact: string;
+  like_count: number;
+  reply_count: number;
+  quote_count: number;
+  repost_count: number;
   author_id: string;
   handle: string;
   display_name: string;
@@ -196,7 +181,7 @@ interface SummaryRow {
   wallet_address: string | null;
 }
 
-function toSummary(row: SummaryRow): PostSummary {
+function toView(row: PostRow): PostView {
   return {
     id: row.id,
     type: row.type,
@@ -205,6 +190,10 @@ function toSummary(row: SummaryRow): PostSummary {
     quotedPostId: row.quoted_post_id,
     createdAt: row.created_at,
     createdAtExact: row.created_at_exact,
+    likeCount: row.like_count,
+    replyCount: row.reply_count,
+    quoteCount: row.quote_count,
+    repostCount: row.repost_count,
     author: {
       id: row.author_id,
       handle: row.handle,

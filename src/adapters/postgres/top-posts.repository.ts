@@ -23,9 +23,10 @@ export type TopPostsOrder = 'earnings' | 'engagement';
  *
  * Earned: the author's `earned` legs on the movements of replies, quotes and reposts of the post,
  * together with the reversals of those movements (a failed payment takes the share back).
- * Engagement counts leave out replies, quotes and reposts whose payment failed on chain, as the
- * feed does. Cost: one statement; each candidate post costs four index lookups, so the candidates
- * are the creator's latest 500 posts (a creator with more sees their best among those).
+ * Engagement counts are the ones stored on the post (replies, quotes and reposts whose payment
+ * failed on chain left out, as the feed shows them). Cost: one statement; each candidate post
+ * costs its earnings' index lookups, so the candidates are the creator's latest 500 posts (a
+ * creator with more sees their best among those).
  */
 export async function topPostsOf(
   db: Db,
@@ -42,18 +43,18 @@ export async function topPostsOf(
     content: string;
     created_at: Date;
     earned: bigint;
-    likes: bigint;
-    replies: bigint;
-    quotes: bigint;
-    reposts: bigint;
-    engagement: bigint;
+    likes: number;
+    replies: number;
+    quotes: number;
+    reposts: number;
+    engagement: number;
   }>`
     WITH candidates AS (
-      SELECT p.id, p.type, p.content, p.created_at
+      SELECT p.id, p.type, p.content, p.created_at,
+             p.like_count AS likes, p.reply_count AS replies,
+             p.quote_count AS quotes, p.repost_count AS reposts
         FROM posts p
-       WHERE p.author_id = ${authorId}::uuid
-         AND NOT EXISTS (SELECT 1 FROM chain_transactions f
-                          WHERE f.movement_id = p.movement_id AND f.status = 'failed')
+       WHERE p.author_id = ${authorId}::uuid AND NOT p.failed
        ORDER BY p.created_at DESC
        LIMIT 500
     ), scored AS (
@@ -68,17 +69,7 @@ export async function topPostsOf(
                    SELECT e.movement_id FROM posts e WHERE e.parent_id = c.id OR e.quoted_post_id = c.id
                    UNION ALL
                    SELECT r.movement_id FROM reposts r WHERE r.post_id = c.id)
-        ), 0)::bigint AS earned,
-        (SELECT count(*) FROM likes k WHERE k.post_id = c.id) AS likes,
-        (SELECT count(*) FROM posts e WHERE e.parent_id = c.id AND e.type = 'reply'
-            AND NOT EXISTS (SELECT 1 FROM chain_transactions f WHERE f.movement_id = e.movement_id AND f.status = 'failed')
-        ) AS replies,
-        (SELECT count(*) FROM posts e WHERE e.quoted_post_id = c.id
-            AND NOT EXISTS (SELECT 1 FROM chain_transactions f WHERE f.movement_id = e.movement_id AND f.status = 'failed')
-        ) AS quotes,
-        (SELECT count(*) FROM reposts r WHERE r.post_id = c.id
-            AND NOT EXISTS (SELECT 1 FROM chain_transactions f WHERE f.movement_id = r.movement_id AND f.status = 'failed')
-        ) AS reposts
+        ), 0)::bigint AS earned
       FROM candidates c
     )
     SELECT *, (likes + replies + quotes + reposts) AS engagement
@@ -91,9 +82,9 @@ export async function topPostsOf(
     content: row.content,
     createdAt: row.created_at,
     earnedMicro: row.earned,
-    likes: Number(row.likes),
-    replies: Number(row.replies),
-    quotes: Number(row.quotes),
-    reposts: Number(row.reposts),
+    likes: row.likes,
+    replies: row.replies,
+    quotes: row.quotes,
+    reposts: row.reposts,
   }));
 }

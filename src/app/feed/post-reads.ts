@@ -2,12 +2,7 @@ import type { Db } from '../../adapters/postgres/db.js';
 import { createPostReadStore } from '../../adapters/postgres/post-reads.repository.js';
 import { parseHistoryLimit } from '../../domain/ledger/transaction-history.js';
 import { parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
-import {
-  NO_ENGAGEMENT,
-  type PostReadStore,
-  type PostSummary,
-  type PostView,
-} from '../../domain/posts/post-reads.js';
+import type { PostReadStore, PostView } from '../../domain/posts/post-reads.js';
 import { decodePosition, encodePosition, LATEST_FEED_SCOPE } from '../../domain/posts/read-cursors.js';
 
 export interface PostReadDeps {
@@ -26,19 +21,12 @@ export interface Page<T> {
 /** Page size of every post listing: the spec's feed rule (1 to 50, default 20), as history's. */
 export const parsePageLimit = parseHistoryLimit;
 
-/** Adds engagement to a page of posts: one grouped statement however many posts. */
-export async function withEngagement(store: PostReadStore, posts: PostSummary[]): Promise<PostView[]> {
-  const counts = await store.engagement(posts.map((post) => post.id));
-  return posts.map((post) => ({ ...post, ...(counts.get(post.id) ?? NO_ENGAGEMENT) }));
-}
-
 /**
- * Posts by id, in the order given (a ranking's), with authors and counts: two statements. Ids that
+ * Posts by id, in the order given (a ranking's), with authors and counts: one statement. Ids that
  * name no visible post (unknown, or their payment failed) are dropped.
  */
 export async function hydratePosts(deps: { db: Db }, ids: readonly string[]): Promise<PostView[]> {
-  const store = createPostReadStore(deps.db);
-  const views = await withEngagement(store, await store.summaries(ids));
+  const views = await createPostReadStore(deps.db).byIds(ids);
   const byId = new Map(views.map((view) => [view.id, view]));
   return ids.flatMap((id) => byId.get(id) ?? []);
 }
@@ -53,8 +41,8 @@ export function latestFeedPage(
 
 /**
  * A keyset page of posts in (created_at, id) order, the cursor bound to `scope`: decode the cursor,
- * read one row more than the page (it tells whether another page exists without a count), add
- * the engagement, and sign where the next page starts. Two statements whatever the page size.
+ * read one row more than the page (it tells whether another page exists without a count), and
+ * sign where the next page starts. One statement whatever the page size.
  */
 export async function postKeysetPage(
   deps: PostReadDeps,
@@ -63,7 +51,7 @@ export async function postKeysetPage(
   read: (
     store: PostReadStore,
     page: { limit: number; after?: { at: string; id: string } },
-  ) => Promise<PostSummary[]>,
+  ) => Promise<PostView[]>,
 ): Promise<Page<PostView>> {
   const limit = parsePageLimit(input.limit);
   const after =
@@ -74,7 +62,7 @@ export async function postKeysetPage(
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   return {
-    items: await withEngagement(store, page),
+    items: page,
     hasMore,
     ...(hasMore && last
       ? { nextCursor: encodePosition(deps.cursorSecret, scope, { at: last.createdAtExact, id: last.id }) }
@@ -91,14 +79,12 @@ export interface PostWithContext {
   quotedPost: PostView | null;
 }
 
-/** GET /posts/{id}: three statements (the post, its parent/quoted post, every count). */
+/** GET /posts/{id}: one statement (the post with its parent or quoted post, authors and counts). */
 export async function getPost(deps: { db: Db }, rawId: unknown): Promise<PostWithContext> {
   const id = parsePostId(rawId);
-  const store = createPostReadStore(deps.db);
-  const [post] = await store.summaries([id]);
+  const views = await createPostReadStore(deps.db).withContext(id);
+  const post = views.find((view) => view.id === id);
   if (!post) throw unknownPost(id);
-  const refIds = [post.parentId, post.quotedPostId].filter((ref): ref is string => ref !== null);
-  const views = await withEngagement(store, [post, ...(await store.summaries(refIds))]);
   const view = (ref: string | null) => (ref === null ? null : (views.find((v) => v.id === ref) ?? null));
-  return { post: views[0]!, parent: view(post.parentId), quotedPost: view(post.quotedPostId) };
+  return { post, parent: view(post.parentId), quotedPost: view(post.quotedPostId) };
 }

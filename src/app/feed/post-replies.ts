@@ -4,7 +4,7 @@ import { postKeysetPage, type Page, type PostReadDeps } from './post-reads.js';
 
 /**
  * The replies to one post, oldest first (a thread reads in the order it was written), keyset-paged
- * on (created_at, id) with a cursor bound to the post. Two statements: the page with authors, the
+ * on (created_at, id) with a cursor bound to the post. One statement: the page with authors and
  * counts. Replies whose payment failed are left out, as everywhere.
  */
 export function repliesPage(

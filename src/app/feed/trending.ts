@@ -56,6 +56,8 @@ export async function buildTrendingSnapshot(deps: TrendingDeps): Promise<number 
   const locked = await deps.redis.set(k.lock, String(process.pid), 'PX', BUILD_LOCK_MS, 'NX');
   if (locked !== 'OK') return undefined;
   try {
+    // The counts stored on each post (shown replies, quotes and reposts; every like): one range
+    // scan of the shown posts' index, no engagement row read.
     const { rows } = await sql<{
       id: string;
       age_hours: number;
@@ -64,20 +66,14 @@ export async function buildTrendingSnapshot(deps: TrendingDeps): Promise<number 
       quotes: number;
       reposts: number;
     }>`
-      WITH live AS (
-        SELECT p.id, p.created_at FROM posts p
-          JOIN chain_transactions c ON c.movement_id = p.movement_id
-         WHERE c.status <> 'failed' AND p.created_at > now() - make_interval(days => ${CANDIDATE_DAYS}))
-      SELECT l.id,
-             extract(epoch FROM now() - l.created_at)::float8 / 3600 AS age_hours,
-             (SELECT count(*) FROM likes k WHERE k.post_id = l.id)::int AS likes,
-             (SELECT count(*) FROM posts r JOIN chain_transactions c ON c.movement_id = r.movement_id
-               WHERE r.parent_id = l.id AND c.status <> 'failed')::int AS replies,
-             (SELECT count(*) FROM posts q JOIN chain_transactions c ON c.movement_id = q.movement_id
-               WHERE q.quoted_post_id = l.id AND c.status <> 'failed')::int AS quotes,
-             (SELECT count(*) FROM reposts s JOIN chain_transactions c ON c.movement_id = s.movement_id
-               WHERE s.post_id = l.id AND c.status <> 'failed')::int AS reposts
-        FROM live l`.execute(deps.db);
+      SELECT p.id,
+             extract(epoch FROM now() - p.created_at)::float8 / 3600 AS age_hours,
+             p.like_count AS likes, p.reply_count AS replies,
+             p.quote_count AS quotes, p.repost_count AS reposts
+        FROM posts p
+       WHERE NOT p.failed AND p.created_at > now() - make_interval(days => ${CANDIDATE_DAYS})`.execute(
+      deps.db,
+    );
     const ranked = rows
       .map((row) => ({ id: row.id, score: trendingScore(row, row.age_hours) }))
       .sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : -1))

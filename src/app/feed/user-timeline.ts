@@ -3,7 +3,7 @@ import { createPostReadStore } from '../../adapters/postgres/post-reads.reposito
 import { findByHandle, type AccountStore } from '../../domain/accounts/accounts.service.js';
 import type { PostView } from '../../domain/posts/post-reads.js';
 import { decodePosition, encodePosition, timelineScope } from '../../domain/posts/read-cursors.js';
-import { parsePageLimit, withEngagement, type Page } from './post-reads.js';
+import { parsePageLimit, type Page } from './post-reads.js';
 
 export interface TimelineDeps {
   db: Db;
@@ -20,7 +20,7 @@ export interface TimelineItem {
 /**
  * GET /users/{handle}/posts: the account's posts and reposts merged, newest first (a repost at
  * the time it was reposted), keyset-paged on (time, entry id) with a cursor bound to the account.
- * Three statements: the account, the page with authors, the counts.
+ * Two statements: the account, the page with authors and counts.
  */
 export async function userTimeline(
   deps: TimelineDeps,
@@ -36,14 +36,10 @@ export async function userTimeline(
   const rows = await store.timeline(account.id, { limit: limit + 1, ...(after ? { after } : {}) });
   const hasMore = rows.length > limit;
   const page = rows.slice(0, limit);
-  const posts = await withEngagement(
-    store,
-    page.map((row) => row.post),
-  );
   const last = page.at(-1);
   return {
-    items: page.map((row, i) => ({
-      post: posts[i]!,
+    items: page.map((row) => ({
+      post: row.post,
       repost: row.repostedAt ? { handle: account.handle, at: row.repostedAt } : null,
     })),
     hasMore,

@@ -1,10 +1,12 @@
 import type { PostType } from './post-rules.js';
 
 /**
- * What the read path knows about a post, before engagement is counted. Posts whose payment failed
- * on chain never get this far: the store leaves them out (they were refunded; nobody paid for them).
+ * A post as the read path shows it: the post, its author and its counts, all from one statement
+ * (the counts are stored on the post row and kept by the database as engagement comes and goes).
+ * Posts whose payment failed on chain never get this far: the store leaves them out (they were
+ * refunded; nobody paid for them).
  */
-export interface PostSummary {
+export interface PostView extends PostCounts {
   id: string;
   type: PostType;
   content: string;
@@ -25,14 +27,16 @@ export interface PostAuthor {
   walletAddress: string;
 }
 
-/** Engagement of one post; replies and reposts whose payment failed on chain do not count. */
-export interface PostEngagement {
+/**
+ * Engagement of one post as stored with it: likes (every like row), and the replies, quotes and
+ * reposts whose payment did not fail.
+ */
+export interface PostCounts {
   likeCount: number;
   replyCount: number;
+  quoteCount: number;
   repostCount: number;
 }
-
-export type PostView = PostSummary & PostEngagement;
 
 /** One entry of a profile timeline: the account's own post, or its repost of someone's post. */
 export interface TimelineRow {
@@ -40,7 +44,7 @@ export interface TimelineRow {
   entryId: string;
   /** When the entry joined the timeline: the post's or the repost's created_at, to the microsecond. */
   atExact: string;
-  post: PostSummary;
+  post: PostView;
   /** For a repost (by the timeline's owner): when it was reposted; null for the owner's own post. */
   repostedAt: Date | null;
 }
@@ -51,19 +55,21 @@ export interface PagePosition {
   id: string;
 }
 
+/**
+ * The read path's statements. Each method is ONE statement returning posts with their authors and
+ * counts, so a page costs one statement whatever its size.
+ */
 export interface PostReadStore {
-  /** The visible posts among `ids`, with authors; any order, unknown and hidden ids left out. */
-  summaries(ids: readonly string[]): Promise<PostSummary[]>;
-  /** Engagement counts of `ids`, in one statement; a post with none may be missing from the map. */
-  engagement(ids: readonly string[]): Promise<Map<string, PostEngagement>>;
+  /** The visible posts among `ids`, with authors and counts; any order, unknown and hidden ids left out. */
+  byIds(ids: readonly string[]): Promise<PostView[]>;
+  /** The visible post `id` and the visible posts it replies to or quotes (its context). */
+  withContext(id: string): Promise<PostView[]>;
   /** Visible posts newest first by (created_at, id), strictly after `after`. */
-  latest(query: { limit: number; after?: PagePosition }): Promise<PostSummary[]>;
+  latest(query: { limit: number; after?: PagePosition }): Promise<PostView[]>;
   /** The account's visible posts and reposts merged, newest first by (time, entry id). */
   timeline(accountId: string, query: { limit: number; after?: PagePosition }): Promise<TimelineRow[]>;
   /** Visible replies to `parentId`, oldest first by (created_at, id), strictly after `after`. */
-  replies(parentId: string, query: { limit: number; after?: PagePosition }): Promise<PostSummary[]>;
+  replies(parentId: string, query: { limit: number; after?: PagePosition }): Promise<PostView[]>;
   /** Which of `ids` the account has liked, in one statement (GraphQL `viewerHasLiked`). */
   likedBy(accountId: string, ids: readonly string[]): Promise<Set<string>>;
 }
-
-export const NO_ENGAGEMENT: PostEngagement = { likeCount: 0, replyCount: 0, repostCount: 0 };

@@ -18,7 +18,7 @@ export function startTrendingBuilder(app: App): BackgroundLoop {
         redisPrefix: app.config.REDIS_PREFIX,
         cursorSecret: app.cursorSecret,
       });
-      app.changes.changed('content'); // new ranks and scores for the cached trending reads
+      app.changes.changed('trending'); // new ranks and scores for the cached trending reads
       return false;
     },
   });

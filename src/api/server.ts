@@ -7,12 +7,13 @@ import Fastify, {
   type FastifyInstance,
   type FastifyRequest,
 } from 'fastify';
+import type { DependencyTracker } from '../app/read-cache.js';
 import { AppError } from '../domain/errors.js';
 import { publicHealthReport } from '../domain/health/health.service.js';
 import type { ApiDeps } from './api-deps.js';
 import { httpStatusOf, type ErrorBody } from './error-map.js';
 import { registerDashboards } from './dashboards/dashboard.routes.js';
-import { createLiveStreams } from './graphql/live-streams.js';
+import { createLiveStreams, type StreamSlot } from './graphql/live-streams.js';
 import { createGraphqlResponseCache } from './graphql/response-cache.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
@@ -85,13 +86,19 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
     }),
   });
 
-  // A request that may have written (any REST method but GET/HEAD/OPTIONS; GraphQL mutations tell
-  // their own, see graphql/response-cache.ts) empties the read caches before its answer leaves, so
-  // its client reads what it wrote. Identity changes (a revoked key, a new handle) are told by the
-  // stores themselves (app/identity-stores.ts): a post must not cost the next request a key lookup.
-  app.addHook('onSend', (request, _reply, payload, done) => {
-    if (!READ_ONLY_METHODS.has(request.method) && request.routeOptions.url !== GRAPHQL_PATH) {
-      deps.changes.changed('content');
+  // What a write changed is told by the code that made it (the write paths and stores, with keys
+  // naming what changed: app/change-signals.ts). Here only who wrote is noted, before the answer
+  // leaves: a REST request that may have written (any method but GET/HEAD/OPTIONS) and succeeded
+  // makes its account read past every cached entry computed before it (read-your-writes, see
+  // app/read-cache.ts). GraphQL mutations note theirs in graphql/response-cache.ts.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (
+      request.viewer &&
+      reply.statusCode < 400 &&
+      !READ_ONLY_METHODS.has(request.method) &&
+      request.routeOptions.url !== GRAPHQL_PATH
+    ) {
+      deps.changes.writes.record(request.viewer.accountId);
     }
     done(null, payload);
   });
@@ -188,17 +195,22 @@ function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
     url: yoga.graphqlEndpoint,
     method: ['GET', 'POST', 'OPTIONS'],
     handler: async (req, reply) => {
-      const key = answers.keyOf(req);
-      if (key !== undefined && (await answers.answer(key, req, reply))) return reply;
-      const version = answers.version();
-      const slot = await streams.admit(req);
-      let response: Response;
-      try {
-        response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
-      } catch (error) {
-        slot?.release();
-        throw error;
-      }
+      // A stream slot is taken before Yoga runs (a refused one answers 429 without subscribing).
+      let slot: StreamSlot | undefined;
+      const execute = async (track?: DependencyTracker) => {
+        slot = await streams.admit(req);
+        try {
+          return await yoga.handleNodeRequestAndResponse(req, reply, { req, reply, track });
+        } catch (error) {
+          slot?.release();
+          throw error;
+        }
+      };
+      let served = await answers.serve(req, reply, execute);
+      if (served.kind === 'answered') return reply;
+      if (served.kind === 'execute')
+        served = { kind: 'executed', response: await execute(), body: undefined };
+      const { response, body } = served;
       response.headers.forEach((value, key) => {
         void reply.header(key, value);
       });
@@ -206,8 +218,7 @@ function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
       if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
         slot?.attach(reply.raw);
       } else slot?.release();
-      const kept = key === undefined ? undefined : await answers.remember(key, version, req, response);
-      return reply.send(kept ?? response.body);
+      return reply.send(body ?? response.body);
     },
   });
 }

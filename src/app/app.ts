@@ -14,7 +14,7 @@ import type { Devstack } from '../devstack/index.js';
 import { cachedHealthCheck } from '../domain/health/health-cache.js';
 import { checkHealth, type HealthReport, type Probe } from '../domain/health/health.service.js';
 import { redactUrl, redactUrls } from '../url-redaction.js';
-import { cachedApiKeyStore, signallingAccountStore } from './identity-stores.js';
+import { cachedApiKeyStore, signallingAccountStore, signallingFollowStore } from './identity-stores.js';
 import { createChangeSignals } from './change-signals.js';
 import { createLedgerCore, type LedgerCore } from './ledger-core.js';
 
@@ -113,8 +113,10 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     clickhouse,
     metrics,
     ...core,
-    apiKeys: cachedApiKeyStore(core.apiKeys, changes),
+    // READ_CACHE_TTL_MS=0 turns every read cache off, this one included.
+    apiKeys: cachedApiKeyStore(core.apiKeys, changes, config.READ_CACHE_TTL_MS),
     accounts: signallingAccountStore(core.accounts, changes),
+    follows: signallingFollowStore(core.follows, changes),
     changes,
     readCacheTtlMs: config.READ_CACHE_TTL_MS,
     checkHealth: health,

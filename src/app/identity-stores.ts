@@ -1,10 +1,15 @@
 import type { AccountStore } from '../domain/accounts/accounts.service.js';
 import type { ApiKeyStore, StoredApiKey } from '../domain/auth/api-keys.service.js';
-import type { ChangeSignals } from './change-signals.js';
+import type { FollowStore } from '../domain/follows/follows.service.js';
+import {
+  accountCountsKey,
+  accountKey,
+  handleKey,
+  type ChangeKey,
+  type ChangeSignals,
+} from './change-signals.js';
 import { createReadCache } from './read-cache.js';
 
-/** How long a looked-up key may be reused without a change signal (a lost pub/sub message). */
-const KEY_CACHE_TTL_MS = 5_000;
 const KEY_CACHE_MAX_ENTRIES = 10_000;
 
 /**
@@ -13,28 +18,30 @@ const KEY_CACHE_MAX_ENTRIES = 10_000;
  *
  * The cache holds the stored row (hash included), so authenticate() still checks the presented
  * key against the hash on every request; only the lookup is saved. Revoking here clears this
- * process at once and every other process through the `identity` signal; unknown ids are not
- * cached, so guessing ids cannot push real keys out.
+ * process at once and every other process through the `identity` signal, and a row that an
+ * `identity` change made stale is never answered (staleMs 0): a revoked key stops at once. Unknown
+ * ids are not cached, so guessing ids cannot push real keys out. `ttlMs` is READ_CACHE_TTL_MS: 0
+ * looks every key up every time.
  */
-export function cachedApiKeyStore(
-  store: ApiKeyStore,
-  signals: ChangeSignals,
-  ttlMs = KEY_CACHE_TTL_MS,
-): ApiKeyStore {
+export function cachedApiKeyStore(store: ApiKeyStore, signals: ChangeSignals, ttlMs: number): ApiKeyStore {
   const found = createReadCache<StoredApiKey | undefined>(signals, {
-    topics: ['identity'],
     ttlMs,
     maxEntries: KEY_CACHE_MAX_ENTRIES,
+    staleMs: 0,
+    refresh: 'caller',
   });
   return {
     ...store,
-    find: async (id) => {
-      const key = await found.get(id, () => store.find(id));
-      if (!key) found.delete(id);
-      return key;
-    },
+    find: (id) =>
+      found.get(id, async (track) => {
+        track.reads('identity');
+        const key = await store.find(id);
+        if (!key) track.keepNot();
+        return key;
+      }),
     revoke: async (id, accountId, at) => {
       const revoked = await store.revoke(id, accountId, at);
+      found.delete(id);
       signals.changed('identity');
       return revoked;
     },
@@ -42,9 +49,11 @@ export function cachedApiKeyStore(
 }
 
 /**
- * The account store, telling the key caches when an account changes: a viewer carries its
- * account's handle, so a renamed account must not keep its old handle in a cached key row. The
- * role and wallet are set when the account is created and never change afterwards.
+ * The account store, telling the read caches what an account change touched: its profile and the
+ * author fields shown beside its posts (`account:<id>`), a handle that now names an account
+ * (`handle:<h>`: a cached "no such user" must go), and the key caches (`identity`): a viewer
+ * carries its account's handle, so a renamed account must not keep its old handle in a cached key
+ * row. The role and wallet are set when the account is created and never change afterwards.
  */
 export function signallingAccountStore(
   store: AccountStore,
@@ -52,10 +61,39 @@ export function signallingAccountStore(
 ): AccountStore {
   return {
     ...store,
+    insert: async (row) => {
+      const account = await store.insert(row);
+      signals.changed(handleKey(account.handle));
+      return account;
+    },
     update: async (id, changes) => {
       const account = await store.update(id, changes);
-      signals.changed('identity');
+      const keys: ChangeKey[] = [accountKey(id), 'identity'];
+      if (changes.handle !== undefined) keys.push(handleKey(changes.handle));
+      signals.changed(...keys);
       return account;
+    },
+  };
+}
+
+/**
+ * The follow store, telling the read caches that both accounts' counts and follow lists moved.
+ * Following twice or unfollowing a stranger writes nothing, but is signalled anyway: the store
+ * does not say, and a refresh of two profiles costs little.
+ */
+export function signallingFollowStore(
+  store: FollowStore,
+  signals: Pick<ChangeSignals, 'changed'>,
+): FollowStore {
+  return {
+    ...store,
+    follow: async (followerId, followeeId) => {
+      await store.follow(followerId, followeeId);
+      signals.changed(accountCountsKey(followerId), accountCountsKey(followeeId));
+    },
+    unfollow: async (followerId, followeeId) => {
+      await store.unfollow(followerId, followeeId);
+      signals.changed(accountCountsKey(followerId), accountCountsKey(followeeId));
     },
   };
 }

@@ -1,81 +1,233 @@
-import type { ChangeSignals, ChangeTopic } from './change-signals.js';
+import { EVERYTHING, type ChangeKey, type ChangeSignals } from './change-signals.js';
 
 /**
- * A small in-process cache of computed reads, emptied by change signals (change-signals.ts) and
- * bounded in age, so a hot read (the feed's first page under many clients, a key checked on every
- * request) costs one computation per change instead of one per request.
+ * A small in-process cache of computed reads (a feed page, a GraphQL answer, an API key row) that
+ * knows what each entry read, so a change makes stale only the entries that read what it names.
  *
- * Concurrent misses of one key share one computation, which is entered in the map when it starts. A
- * change empties the map, computations still running included: a request that arrives after a
- * change never shares a computation that began before it. Only successful computations are kept.
+ * - **Dependencies.** A computation tells its tracker each key it read (`post:<id>` of every item
+ *   of a page, `latest` for the first latest page, ...; change-signals.ts). A change of a key marks
+ *   the entries that read it stale; a change that arrives while a computation runs makes its result
+ *   stale from the moment it arrived (the computation may have read before it).
+ * - **One computation per key.** Concurrent misses of a key share one computation, and a stale
+ *   entry is refreshed by one computation at a time however many readers ask and however many
+ *   changes keep arriving: under a steady write rate a hot key is recomputed back to back, never
+ *   once per reader.
+ * - **Bounded staleness.** A stale entry is still answered for `staleMs` after the first change it
+ *   missed while its refresh runs; past that, readers wait for (join) the refresh. An entry also
+ *   goes stale `ttlMs` after it was computed (a lost pub/sub message), and is then refreshed the
+ *   same way.
+ * - **Read-your-writes.** An entry is never given to a viewer whose last write here (recent-
+ *   writes.ts) is newer than the entry's computation start, stale or not: that viewer joins, or
+ *   starts, a computation that began after its write.
+ *
+ * Only successful computations are kept; a failed one is retried by the next reader.
  */
 export interface ReadCache<T> {
-  get(key: string, compute: () => Promise<T>): Promise<T>;
   /**
-   * For reads computed elsewhere (a GraphQL execution writes its own response): `version()` before
-   * computing, `remember(key, value, version)` after. A value whose computation saw a change is
-   * dropped, as the map emptying drops it for get().
+   * The value of `key`: cached, shared with a computation in flight, or computed by `compute`.
+   * `viewer` is the account reading (for read-your-writes); none for reads no account writes to.
    */
-  version(): number;
-  remember(key: string, value: T, version: number): void;
-  /** The fresh value of `key`, if one is kept. */
-  peek(key: string): Promise<T> | undefined;
+  get(key: string, compute: (track: DependencyTracker) => Promise<T>, viewer?: string): Promise<T>;
   /** Forgets `key` (e.g. a revoked API key) without waiting for a change signal. */
   delete(key: string): void;
   readonly size: number;
 }
 
+export interface DependencyTracker {
+  /** The computation read what `key` names: a change of it makes the result stale. */
+  reads(key: ChangeKey): void;
+  /** The result is not to be kept (an error answer, a stream); readers waiting on it still get it. */
+  keepNot(): void;
+}
+
+export interface ReadCacheOptions {
+  /** How long a computed value is fresh without a change signal; 0 turns the cache off. */
+  ttlMs: number;
+  maxEntries: number;
+  /**
+   * How long after the first change it missed (or its expiry) an entry is still answered while one
+   * refresh runs; 0: a stale entry is never answered (API keys: a revoked key must stop at once).
+   */
+  staleMs: number;
+  /**
+   * Who runs the refresh of a stale entry: `background` (nobody waits for it; the reader that found
+   * it stale is answered the stale value too), or `caller` (that reader computes and waits, as on
+   * a miss; the others are answered the stale value meanwhile). `caller` is for computations
+   * bound to the request that runs them (a GraphQL execution spends its caller's rate limit).
+   */
+  refresh: 'background' | 'caller';
+}
+
+/**
+ * How long a stale feed page or GraphQL answer may still be answered to viewers who did not write
+ * since it was computed, while its one refresh runs. Long enough that a refresh under load (a page
+ * is one statement, a few ms; tens of ms with 50 clients on 2 cores) finishes well inside it, so
+ * readers almost never wait for one; short enough to be below what anyone notices of someone
+ * else's post or like (feed clients poll every few seconds). A writer never gets a stale entry.
+ */
+export const READ_STALE_MS = 500;
+
+/** A tracker that records nothing: the cache is off. */
+const UNTRACKED: DependencyTracker = { reads: () => {}, keepNot: () => {} };
+
+/** Keys a computation may miss one by one before it counts as having missed everything. */
+const MAX_MISSED_KEYS = 1_000;
+
 interface Entry<T> {
-  value: Promise<T>;
+  value: T;
+  /** The write clock (recent-writes.ts) when its computation started. */
+  startedAt: number;
+  deps: ReadonlySet<string>;
+  /** Date.now() after which it is stale without any change. */
   expiresAt: number;
+  /** Date.now() of the first change it missed; undefined while none. */
+  staleSince: number | undefined;
+}
+
+interface Flight<T> {
+  promise: Promise<T>;
+  startedAt: number;
+  /** Keys changed while it ran, with when each first changed. */
+  missed: Map<string, number>;
+  /** When everything changed while it ran (`*`, or too many keys to list). */
+  missedAll: number | undefined;
 }
 
 export function createReadCache<T>(
-  signals: Pick<ChangeSignals, 'onChange'>,
-  options: { topics: ChangeTopic[]; ttlMs: number; maxEntries: number },
+  signals: Pick<ChangeSignals, 'onChange' | 'writes'>,
+  options: ReadCacheOptions,
 ): ReadCache<T> {
   const entries = new Map<string, Entry<T>>();
-  let changes = 0;
-  for (const topic of options.topics) {
-    signals.onChange(topic, () => {
-      changes += 1;
-      entries.clear();
+  /** Change key -> cache keys of the entries that read it. */
+  const dependents = new Map<string, Set<string>>();
+  /** The newest computation of each cache key still running. */
+  const flights = new Map<string, Flight<T>>();
+  /** Every computation still running, including ones a newer computation of their key overtook. */
+  const running = new Set<Flight<T>>();
+
+  if (options.ttlMs > 0) {
+    signals.onChange((keys) => {
+      const now = Date.now();
+      const everything = keys.includes(EVERYTHING);
+      if (everything) {
+        for (const entry of entries.values()) entry.staleSince ??= now;
+      } else {
+        for (const key of keys) {
+          for (const cacheKey of dependents.get(key) ?? []) {
+            const entry = entries.get(cacheKey);
+            if (entry) entry.staleSince ??= now;
+          }
+        }
+      }
+      for (const flight of running) {
+        if (flight.missedAll !== undefined) continue;
+        if (everything || flight.missed.size + keys.length > MAX_MISSED_KEYS) flight.missedAll = now;
+        else for (const key of keys) if (!flight.missed.has(key)) flight.missed.set(key, now);
+      }
     });
   }
-  const fresh = (key: string, now: number): Entry<T> | undefined => {
-    const hit = entries.get(key);
-    return hit && hit.expiresAt > now ? hit : undefined;
-  };
-  const store = (key: string, entry: Entry<T>): void => {
-    if (entries.size >= options.maxEntries && !entries.has(key)) {
-      // Maps iterate in insertion order: the first key is the oldest entry.
-      const oldest = entries.keys().next();
-      if (!oldest.done) entries.delete(oldest.value);
+
+  const forget = (key: string): void => {
+    const entry = entries.get(key);
+    if (!entry) return;
+    entries.delete(key);
+    for (const dep of entry.deps) {
+      const set = dependents.get(dep);
+      set?.delete(key);
+      if (set?.size === 0) dependents.delete(dep);
     }
-    entries.set(key, entry);
+  };
+
+  const store = (key: string, flight: Flight<T>, value: T, deps: ReadonlySet<string>): void => {
+    const current = entries.get(key);
+    // A computation that started earlier finished later: the newer result stays.
+    if (current && current.startedAt > flight.startedAt) return;
+    let staleSince = flight.missedAll;
+    for (const dep of deps) {
+      const at = flight.missed.get(dep);
+      if (at !== undefined && (staleSince === undefined || at < staleSince)) staleSince = at;
+    }
+    forget(key);
+    if (entries.size >= options.maxEntries) {
+      // Maps iterate in insertion order, and a refreshed entry is inserted again: the first key is
+      // the entry computed longest ago.
+      const oldest = entries.keys().next();
+      if (!oldest.done) forget(oldest.value);
+    }
+    entries.set(key, {
+      value,
+      startedAt: flight.startedAt,
+      deps,
+      expiresAt: Date.now() + options.ttlMs,
+      staleSince,
+    });
+    for (const dep of deps) {
+      let set = dependents.get(dep);
+      if (!set) {
+        set = new Set();
+        dependents.set(dep, set);
+      }
+      set.add(key);
+    }
+  };
+
+  const start = (key: string, compute: (track: DependencyTracker) => Promise<T>): Flight<T> => {
+    const deps = new Set<string>();
+    let keep = true;
+    const tracker: DependencyTracker = {
+      reads: (dep) => void deps.add(dep),
+      keepNot: () => void (keep = false),
+    };
+    const flight: Flight<T> = {
+      promise: undefined as unknown as Promise<T>,
+      startedAt: signals.writes.now(),
+      missed: new Map(),
+      missedAll: undefined,
+    };
+    const settle = () => {
+      running.delete(flight);
+      if (flights.get(key) === flight) flights.delete(key);
+    };
+    running.add(flight);
+    flights.set(key, flight);
+    flight.promise = (async () => compute(tracker))().then(
+      (value) => {
+        settle();
+        if (keep) store(key, flight, value, deps);
+        return value;
+      },
+      (error: unknown) => {
+        settle();
+        throw error;
+      },
+    );
+    return flight;
   };
 
   return {
-    get: (key, compute) => {
-      if (options.ttlMs <= 0) return compute();
+    get: (key, compute, viewer) => {
+      if (options.ttlMs <= 0) return compute(UNTRACKED);
       const now = Date.now();
-      const hit = fresh(key, now);
-      if (hit) return hit.value;
-      const entry: Entry<T> = { value: compute(), expiresAt: now + options.ttlMs };
-      store(key, entry);
-      entry.value.catch(() => {
-        if (entries.get(key) === entry) entries.delete(key);
-      });
-      return entry.value;
-    },
-    version: () => changes,
-    remember: (key, value, version) => {
-      if (options.ttlMs > 0 && version === changes) {
-        store(key, { value: Promise.resolve(value), expiresAt: Date.now() + options.ttlMs });
+      const since = signals.writes.since(viewer);
+      const entry = entries.get(key);
+      if (entry && entry.startedAt >= since) {
+        const staleAt = entry.staleSince ?? (now >= entry.expiresAt ? entry.expiresAt : undefined);
+        if (staleAt === undefined) return Promise.resolve(entry.value);
+        if (now - staleAt < options.staleMs) {
+          if (flights.has(key)) return Promise.resolve(entry.value);
+          const refresh = start(key, compute).promise;
+          if (options.refresh === 'caller') return refresh;
+          refresh.catch(() => {}); // its readers (past the bound) see the error; nobody waits here
+          return Promise.resolve(entry.value);
+        }
       }
+      // Nothing this viewer may be given: the computation in flight if it began after the viewer's
+      // last write, else a new one.
+      const flight = flights.get(key);
+      if (flight && flight.startedAt >= since) return flight.promise;
+      return start(key, compute).promise;
     },
-    peek: (key) => fresh(key, Date.now())?.value,
-    delete: (key) => entries.delete(key),
+    delete: forget,
     get size() {
       return entries.size;
     },

@@ -1,6 +1,6 @@
 import { createRedis } from '../adapters/redis/index.js';
 import { createLiveEvents, type LiveEvents } from '../adapters/redis/live-events.js';
-import { publishChange, type ChangeSignals, type ChangeTopic } from '../app/change-signals.js';
+import { publishChange, type ChangeKey, type ChangeSignals } from '../app/change-signals.js';
 
 export type CliChangeSignals = Pick<ChangeSignals, 'changed'> & { close(): Promise<void> };
 
@@ -13,12 +13,12 @@ export function cliChangeSignals(redisUrl: string, prefix: string): CliChangeSig
   let open: { redis: ReturnType<typeof createRedis>; liveEvents: LiveEvents } | undefined;
   const publishes: Array<Promise<void>> = [];
   return {
-    changed: (topic: ChangeTopic) => {
+    changed: (...keys: ChangeKey[]) => {
       if (!open) {
         const redis = createRedis(redisUrl, 'client');
         open = { redis, liveEvents: createLiveEvents({ url: redisUrl, prefix, publisher: redis }) };
       }
-      publishes.push(publishChange(open.liveEvents, topic).catch(() => undefined));
+      publishes.push(publishChange(open.liveEvents, keys).catch(() => undefined));
     },
     close: async () => {
       await Promise.all(publishes);

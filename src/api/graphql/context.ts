@@ -1,6 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { accountKey, postKey, type ChangeKey } from '../../app/change-signals.js';
+import type { DependencyTracker } from '../../app/read-cache.js';
 import { authenticate, type Viewer } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
+import type { PostView } from '../../domain/posts/post-reads.js';
 import type { RateLimitBucket } from '../../domain/rate-limits/rate-limit-policy.js';
 import type { ApiDeps } from '../api-deps.js';
 import { toGraphqlError } from './errors.js';
@@ -21,6 +24,26 @@ export interface GraphQLContext {
   spent: Array<{ bucket: RateLimitBucket; cost: number }>;
   /** Set by the response cache's plugin when this request's answer may be kept. */
   cacheable: boolean;
+  /**
+   * Where resolvers record what the answer shows (response-cache.ts), when it may be cached;
+   * undefined otherwise (caches off, a GET, a mutation's request...).
+   */
+  track: DependencyTracker | undefined;
+}
+
+/** The answer shows these posts: their content and counts, whether they are shown, their authors. */
+export function readsPosts(ctx: GraphQLContext, posts: readonly PostView[]): void {
+  const track = ctx.track;
+  if (!track) return;
+  for (const post of posts) {
+    track.reads(postKey(post.id));
+    track.reads(accountKey(post.author.id));
+  }
+}
+
+/** The answer shows what `key` names (app/change-signals.ts). */
+export function readsKey(ctx: GraphQLContext, key: ChangeKey): void {
+  ctx.track?.reads(key);
 }
 
 /**
@@ -33,12 +56,13 @@ export async function createContext(
   deps: ApiDeps,
   req: FastifyRequest,
   reply: FastifyReply,
+  track?: DependencyTracker,
 ): Promise<GraphQLContext> {
   const header = req.headers.authorization;
-  if (!header) return { deps, viewer: null, req, reply, spent: [], cacheable: false };
+  if (!header) return { deps, viewer: null, req, reply, spent: [], cacheable: false, track };
   try {
     const viewer = await authenticate(deps.apiKeys, header);
-    return { deps, viewer, req, reply, spent: [], cacheable: false };
+    return { deps, viewer, req, reply, spent: [], cacheable: false, track };
   } catch (error) {
     if (error instanceof AppError) throw toGraphqlError(error, undefined, { http: { status: 401 } });
     throw error;

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
+import { EVERYTHING } from '../../app/change-signals.js';
 import type { ApiDeps } from '../api-deps.js';
 
 /** Open subscription streams (SSE) one account may hold on one API process. */
@@ -109,9 +110,11 @@ export function createLiveStreams(deps: Pick<ApiDeps, 'apiKeys' | 'changes' | 'l
     };
     timer = setInterval(run, RECHECK_EVERY_MS);
     timer.unref();
-    // The store's own cache is emptied by the same signal before this listener runs (it subscribed
-    // first), so the recheck reads the revoked row.
-    unsubscribe = deps.changes.onChange('identity', run);
+    // The store's own cache marks its rows stale on the same signal before this listener runs (it
+    // subscribed first) and never answers a stale row, so the recheck reads the revoked row.
+    unsubscribe = deps.changes.onChange((keys) => {
+      if (keys.includes('identity') || keys.includes(EVERYTHING)) run();
+    });
   };
 
   const stopWatching = () => {

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { getOperationAST, Kind, OperationTypeNode, type ExecutionArgs } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { createReadCache } from '../../app/read-cache.js';
+import { createReadCache, READ_STALE_MS, type DependencyTracker } from '../../app/read-cache.js';
 import { clientSubject } from '../client-subject.js';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
 import type { ApiDeps } from '../api-deps.js';
@@ -9,108 +9,156 @@ import { spend } from '../rest/auth.hook.js';
 import type { GraphQLContext } from './context.js';
 
 /**
- * Answers to repeated read queries (a client polling the feed), kept until the next change.
+ * Answers to repeated read queries (a client polling the feed), kept until what they show changes.
  *
  * Only a query whose root fields are all in CACHEABLE_ROOT_FIELDS is kept: those read posts,
- * engagement and profiles, exactly what the `content` change signal covers (REST writes, GraphQL
- * mutations, failed payments, trending rebuilds). An answer is keyed by everything that shapes it:
- * the document, variables and operation name, and the Authorization, Accept and Origin headers, so
- * it is only ever given to the same credentials that got it first (a field such as viewerHasLiked
- * is that viewer's).
+ * engagement and profiles, and their resolvers record what they read in the context's tracker
+ * (`post:<id>` of each post shown, `account:<id>` of each author, `latest`, `trending`, ...; see
+ * app/change-signals.ts), so a like on one post makes stale only the answers that show it. An
+ * answer is keyed by everything that shapes it: the document, variables and operation name, the
+ * Authorization, Accept and Origin headers and the base URL (avatar URLs are absolute), so it is
+ * only ever given to the same credentials that got it first (a field such as viewerHasLiked is
+ * that viewer's).
  *
- * A cached answer still authenticates the key (a revoked key falls through to Yoga, which refuses
- * it) and spends the rate-limit buckets its first execution spent. Only answers without errors
- * are kept. Mutations run through Yoga and, once executed, signal the change themselves.
+ * Concurrent requests for one key share one execution. A stale answer is given to other requests
+ * for at most READ_STALE_MS while one request, the first to find it stale, executes the query
+ * again (an execution belongs to a request: it spends that request's rate limit). An answer is
+ * never given to a viewer that wrote after its execution began (read-your-writes): mutations note
+ * their writer here, REST writes in server.ts.
+ *
+ * A cached or shared answer still authenticates the key (a revoked key falls through to Yoga,
+ * which refuses it) and spends the rate-limit buckets its execution spent. Only answers without
+ * errors are kept.
  */
 const CACHEABLE_ROOT_FIELDS = new Set(['feed', 'post', 'user', 'trending', '__typename']);
 const MAX_CACHED_ANSWERS = 1_000;
 
-/** Only 200 answers are kept (see remember), so the status is not. */
+/** Only 200 answers are kept, so the status is not. */
 interface CachedAnswer {
   headers: Array<[string, string]>;
   body: Buffer;
   spent: GraphQLContext['spent'];
 }
 
+/** What the request must do after `serve`. */
+export type Served =
+  /** Answered from the cache or from another request's execution: nothing left to do. */
+  | { kind: 'answered' }
+  /** This request executed the query: send `response` (its body already read as `body`, if kept). */
+  | { kind: 'executed'; response: Response; body: Buffer | undefined }
+  /** Nothing to share (not cacheable, a shared execution failed or cannot be shared): execute. */
+  | { kind: 'execute' };
+
 export interface GraphqlResponseCache {
-  /** The cache key of a request whose answer could be kept, or undefined. */
-  keyOf(req: FastifyRequest): string | undefined;
-  /** Answers from the cache; false when it holds nothing usable (the request goes to Yoga). */
-  answer(key: string, req: FastifyRequest, reply: FastifyReply): Promise<boolean>;
-  /** Marks the moment before execution, for remember(). */
-  version(): number;
-  /** Keeps Yoga's answer to `req` if the plugin found it cacheable; returns the body it read. */
-  remember(
-    key: string,
-    version: number,
+  /**
+   * Answers `req` from the cache, from an execution in flight, or by running `execute` (Yoga) for
+   * it and keeping its answer when the plugin found it cacheable.
+   */
+  serve(
     req: FastifyRequest,
-    response: Response,
-  ): Promise<Buffer | undefined>;
-  /** The Yoga plugin that marks cacheable executions and signals executed mutations. */
+    reply: FastifyReply,
+    execute: (track: DependencyTracker) => Promise<Response>,
+  ): Promise<Served>;
+  /** The Yoga plugin that marks cacheable executions and notes the writers of mutations. */
   plugin: Plugin;
 }
 
 export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache {
-  let answers: ReturnType<typeof createReadCache<CachedAnswer>> | undefined;
+  let answers: ReturnType<typeof createReadCache<CachedAnswer | null>> | undefined;
   // Created on first use: the schema printer builds the server with deps that refuse use.
   const cache = () =>
-    (answers ??= createReadCache<CachedAnswer>(deps.changes, {
-      topics: ['content', 'identity'],
+    (answers ??= createReadCache<CachedAnswer | null>(deps.changes, {
       ttlMs: deps.readCacheTtlMs,
       maxEntries: MAX_CACHED_ANSWERS,
+      staleMs: READ_STALE_MS,
+      refresh: 'caller',
     }));
   const executions = new WeakMap<FastifyRequest, GraphQLContext>();
 
+  const keyOf = (req: FastifyRequest): string | undefined => {
+    if (req.method !== 'POST' || deps.readCacheTtlMs <= 0) return undefined;
+    if (!req.headers['content-type']?.startsWith('application/json')) return undefined;
+    const body = req.body as {
+      query?: unknown;
+      variables?: unknown;
+      operationName?: unknown;
+      extensions?: unknown;
+    } | null;
+    if (typeof body?.query !== 'string') return undefined;
+    const { authorization, accept, origin } = req.headers;
+    return JSON.stringify([
+      authorization,
+      accept,
+      origin,
+      req.protocol,
+      req.host,
+      body.query,
+      body.variables,
+      body.operationName,
+      body.extensions,
+    ]);
+  };
+
+  /** Sends a kept answer, after authenticating and spending what its execution spent. */
+  const answerWith = async (answer: CachedAnswer, subject: string, reply: FastifyReply): Promise<boolean> => {
+    try {
+      for (const { bucket, cost } of answer.spent) await spend(deps, reply, bucket, subject, cost);
+    } catch {
+      return false; // refused: Yoga answers it with the proper error
+    }
+    for (const [name, value] of answer.headers) void reply.header(name, value);
+    await reply.status(200).send(answer.body);
+    return true;
+  };
+
   return {
-    keyOf: (req) => {
-      if (req.method !== 'POST' || deps.readCacheTtlMs <= 0) return undefined;
-      if (!req.headers['content-type']?.startsWith('application/json')) return undefined;
-      const body = req.body as {
-        query?: unknown;
-        variables?: unknown;
-        operationName?: unknown;
-        extensions?: unknown;
-      } | null;
-      if (typeof body?.query !== 'string') return undefined;
-      const { authorization, accept, origin } = req.headers;
-      return JSON.stringify([
-        authorization,
-        accept,
-        origin,
-        body.query,
-        body.variables,
-        body.operationName,
-        body.extensions,
-      ]);
-    },
-
-    answer: async (key, req, reply) => {
-      const cached = await cache().peek(key);
-      if (!cached) return false;
-      try {
-        const header = req.headers.authorization;
-        const subject = header ? (await authenticate(deps.apiKeys, header)).accountId : clientSubject(req.ip);
-        for (const { bucket, cost } of cached.spent) await spend(deps, reply, bucket, subject, cost);
-      } catch {
-        return false; // refused: Yoga answers it with the proper error
+    serve: async (req, reply, execute) => {
+      const key = keyOf(req);
+      if (key === undefined) return { kind: 'execute' };
+      const header = req.headers.authorization;
+      let viewer: string | undefined;
+      if (header) {
+        try {
+          viewer = (await authenticate(deps.apiKeys, header)).accountId;
+        } catch {
+          return { kind: 'execute' }; // Yoga answers the bad key (401)
+        }
       }
-      for (const [name, value] of cached.headers) void reply.header(name, value);
-      await reply.status(200).send(cached.body);
-      return true;
-    },
 
-    version: () => cache().version(),
-
-    remember: async (key, version, req, response) => {
-      const ctx = executions.get(req);
-      if (!ctx?.cacheable || response.status !== 200) return undefined;
-      const body = Buffer.from(await response.arrayBuffer());
-      const headers: Array<[string, string]> = [];
-      response.headers.forEach((value, name) => {
-        if (name !== 'content-length') headers.push([name, value]);
-      });
-      cache().remember(key, { headers, body, spent: [...ctx.spent] }, version);
-      return body;
+      let ran = false;
+      let executed: { response: Response; body: Buffer | undefined } | undefined;
+      let answer: CachedAnswer | null;
+      try {
+        answer = await cache().get(
+          key,
+          async (track) => {
+            ran = true;
+            const response = await execute(track);
+            executed = { response, body: undefined };
+            const ctx = executions.get(req);
+            if (!ctx?.cacheable || response.status !== 200) {
+              track.keepNot();
+              return null; // requests that joined this execution run their own
+            }
+            const body = Buffer.from(await response.arrayBuffer());
+            executed.body = body;
+            const headers: Array<[string, string]> = [];
+            response.headers.forEach((value, name) => {
+              if (name !== 'content-length') headers.push([name, value]);
+            });
+            return { headers, body, spent: [...ctx.spent] };
+          },
+          viewer,
+        );
+      } catch (error) {
+        if (ran) throw error; // our own execution failed: as without the cache
+        return { kind: 'execute' }; // one we joined failed: ours may not
+      }
+      if (executed) return { kind: 'executed', ...executed };
+      if (answer && (await answerWith(answer, viewer ?? clientSubject(req.ip), reply))) {
+        return { kind: 'answered' };
+      }
+      return { kind: 'execute' };
     },
 
     plugin: {
@@ -125,9 +173,10 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
           );
         return {
           onExecuteDone: ({ result }) => {
-            if (operation?.operation === OperationTypeNode.MUTATION) {
-              // Committed by now, and the answer has not left: its client reads what it wrote.
-              ctx.deps.changes.changed('content');
+            if (operation?.operation === OperationTypeNode.MUTATION && ctx.viewer) {
+              // Committed by now, and the answer has not left: its client reads past every cached
+              // answer computed before it. What it changed was told by the write itself.
+              ctx.deps.changes.writes.record(ctx.viewer.accountId);
             }
             if (Symbol.asyncIterator in result || (result.errors?.length ?? 0) > 0) ctx.cacheable = false;
           },

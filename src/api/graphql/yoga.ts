@@ -1,12 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createYoga, type Plugin, type YogaServerInstance, type YogaServerOptions } from 'graphql-yoga';
+import type { DependencyTracker } from '../../app/read-cache.js';
 import type { ApiDeps } from '../api-deps.js';
 import { createContext, type GraphQLContext } from './context.js';
 import { isClientError, maskError } from './errors.js';
 import { graphqlSchema } from './graphql-schema.js';
 import { queryLimitsPlugin } from './query-limits.js';
 
-type ServerContext = { req: FastifyRequest; reply: FastifyReply };
+/** `track`: where the resolvers record what they read, when the answer may be cached. */
+type ServerContext = { req: FastifyRequest; reply: FastifyReply; track?: DependencyTracker | undefined };
 
 export function createGraphqlServer(
   deps: ApiDeps,
@@ -30,7 +32,7 @@ export function createGraphqlServer(
         else log.error({ err }, args.map(String).join(' '));
       },
     },
-    context: ({ req, reply }) => createContext(deps, req, reply),
+    context: ({ req, reply, track }) => createContext(deps, req, reply, track),
     // The schema has no uploads: no multipart parser, so no body is read beyond Fastify's limit.
     multipart: false,
     // The GraphiQL page is a development tool; production answers browsers with plain GraphQL.

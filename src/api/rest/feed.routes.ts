@@ -2,11 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import { feedPage } from '../../app/feed/feed-page.js';
 import { getPost } from '../../app/feed/post-reads.js';
 import { userTimeline } from '../../app/feed/user-timeline.js';
-import { createReadCache, type ReadCache } from '../../app/read-cache.js';
+import { accountKey, postKey } from '../../app/change-signals.js';
+import { createReadCache, READ_STALE_MS, type ReadCache } from '../../app/read-cache.js';
+import { parseFeedSort } from '../../domain/posts/read-cursors.js';
 import type { ApiDeps } from '../api-deps.js';
 import { baseUrlOf } from './base-url.js';
 import { feedItem, pageQuery, postPage, singlePost, timelineItem } from './post-schemas.js';
-import { feedItemView, singlePostView, timelineItemView } from './post-views.js';
+import { feedPageJson, singlePostView, timelineItemView } from './post-views.js';
 import { authErrors, errorBody, handleParams, postIdParams } from './schemas.js';
 
 type PageQuery = { limit?: string; cursor?: string };
@@ -22,13 +24,16 @@ const FEED_CACHE_MAX_PAGES = 1_000;
  */
 export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
   // The feed is the same for every reader (it holds nothing of the viewer's), and its first pages
-  // are what every client polls: pages are kept as their JSON text until the next change.
+  // are what every client polls: pages are kept as their JSON text until a change of what they
+  // show (app/read-cache.ts), refreshed in the background while other readers get the page they
+  // had for at most READ_STALE_MS.
   let pages: ReadCache<string> | undefined;
   const feedPages = () =>
     (pages ??= createReadCache(deps.changes, {
-      topics: ['content'],
       ttlMs: deps.readCacheTtlMs,
       maxEntries: FEED_CACHE_MAX_PAGES,
+      staleMs: READ_STALE_MS,
+      refresh: 'background',
     }));
 
   api.get<{ Querystring: PageQuery & { sort?: string } }>(
@@ -53,14 +58,23 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const { sort, cursor, limit } = request.query;
       const baseUrl = baseUrlOf(request);
-      const body = await feedPages().get(JSON.stringify([baseUrl, sort, cursor, limit]), async () => {
-        const page = await feedPage(deps, request.query);
-        return JSON.stringify({
-          posts: page.items.map((post) => feedItemView(post, baseUrl)),
-          has_more: page.hasMore,
-          ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
-        });
-      });
+      const body = await feedPages().get(
+        JSON.stringify([baseUrl, sort, cursor, limit]),
+        async (track) => {
+          const page = await feedPage(deps, request.query);
+          // A trending page is the snapshot's; a latest page with a cursor is a fixed window of
+          // (created_at, id) that new posts never enter (they are newer); the first latest page
+          // is what a new post changes. Every page shows its posts' counts and authors.
+          if (parseFeedSort(sort) === 'trending') track.reads('trending');
+          else if (cursor === undefined) track.reads('latest');
+          for (const post of page.items) {
+            track.reads(postKey(post.id));
+            track.reads(accountKey(post.author.id));
+          }
+          return feedPageJson(page, baseUrl);
+        },
+        request.viewer?.accountId,
+      );
       return reply.type('application/json; charset=utf-8').send(body);
     },
   );

@@ -1,9 +1,13 @@
-import type { PostWithContext } from '../../app/feed/post-reads.js';
+import type { Page, PostWithContext } from '../../app/feed/post-reads.js';
 import type { TimelineItem } from '../../app/feed/user-timeline.js';
 import type { PostView } from '../../domain/posts/post-reads.js';
 import { avatarUrl } from './views.js';
 
-/** The spec's Post as feed items carry it: author without wallet, no thread context. */
+/**
+ * The spec's Post as feed items carry it: author without wallet, no thread context. One object
+ * literal per item, in the order the JSON shows it (no spread of a counts object: this runs for
+ * every item of every page computed).
+ */
 export function feedItemView(post: PostView, baseUrl: string) {
   return {
     id: post.id,
@@ -14,9 +18,20 @@ export function feedItemView(post: PostView, baseUrl: string) {
       display_name: post.author.displayName,
       avatar_url: avatarUrl(post.author, baseUrl),
     },
-    ...countsView(post),
+    like_count: post.likeCount,
+    reply_count: post.replyCount,
+    repost_count: post.repostCount,
     created_at: post.createdAt.toISOString(),
   };
+}
+
+/** GET /feed's body as JSON text: cached as it is, and sent without another serialization. */
+export function feedPageJson(page: Page<PostView>, baseUrl: string): string {
+  return JSON.stringify({
+    posts: page.items.map((post) => feedItemView(post, baseUrl)),
+    has_more: page.hasMore,
+    ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
+  });
 }
 
 /** The single-post author (with wallet_address); nested parent and quoted posts use it too. */

@@ -3,7 +3,13 @@ import { PublicKey } from '@solana/web3.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import type { Keystore, PlatformChain, RpcClient, SignatureWatcher } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
-import type { ChangeSignals } from '../change-signals.js';
+import {
+  accountCountsKey,
+  postKey,
+  timelineKey,
+  type ChangeKey,
+  type ChangeSignals,
+} from '../change-signals.js';
 import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
 import { validatePostDraft, type PostType } from '../../domain/posts/post-rules.js';
 import { commitPaidWrite, signUsdcPayment, walletSigner } from './payment-transaction.js';
@@ -101,6 +107,11 @@ export async function createPaidPost(
       ...(draft.referenceId ? { payload: JSON.stringify({ target_post_id: draft.referenceId }) } : {}),
     },
   });
+  // Shown from now on (pending posts are shown): the first latest page, the author's timeline and
+  // post count, and the count of the post replied to or quoted.
+  const changed: ChangeKey[] = ['latest', accountCountsKey(authorId), timelineKey(authorId)];
+  if (draft.referenceId) changed.push(postKey(draft.referenceId));
+  deps.changes.changed(...changed);
   return {
     id: postId,
     type: draft.type,

@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../adapters/postgres/database.js';
 import type { Db } from '../../adapters/postgres/db.js';
+import { postKey, type ChangeSignals } from '../change-signals.js';
 import {
   likeEventType,
   parsePostId,
@@ -22,13 +23,13 @@ export interface LikeChange extends LikeState {
  * post is allowed (the spec is silent); the creator fund's anti-sybil rules discount it.
  */
 export async function setLike(
-  deps: { db: Db },
+  deps: { db: Db; changes: Pick<ChangeSignals, 'changed'> },
   accountId: string,
   rawPostId: unknown,
   liked: boolean,
 ): Promise<LikeChange> {
   const postId = parsePostId(rawPostId);
-  return deps.db.transaction().execute(async (trx) => {
+  const change = await deps.db.transaction().execute(async (trx) => {
     const post = await trx.selectFrom('posts').select('id').where('id', '=', postId).executeTakeFirst();
     if (!post) throw unknownPost(postId);
     const changed = liked
@@ -52,6 +53,8 @@ export async function setLike(
     }
     return { liked, likeCount: await likeCount(trx, postId), postId, changed: changed !== undefined };
   });
+  if (change.changed) deps.changes.changed(postKey(postId)); // its like count
+  return change;
 }
 
 async function likeCount(trx: Transaction<Database>, postId: string): Promise<number> {

@@ -5,6 +5,7 @@ import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
 import type { PlatformChain } from '../../adapters/solana/index.js';
 import { paidEngagementLegs, type Leg } from '../../domain/ledger/ledger.js';
 import { alreadyReposted, parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
+import { postKey, timelineKey } from '../change-signals.js';
 import type { WritePathDeps } from './create-post.js';
 import { signUsdcPayment, walletSigner, insertOutboxPayment } from './payment-transaction.js';
 
@@ -62,7 +63,7 @@ export async function repostPost(
 
   const cost = -legs[0]!.amountMicro;
   try {
-    return await deps.db.transaction().execute(async (trx) => {
+    const created = await deps.db.transaction().execute(async (trx) => {
       const { movementId } = await recordMovement(trx, { kind: 'repost', legs, pending: 'hold' });
       if (previous) {
         // Its payment failed and was reversed: the row makes way for this attempt.
@@ -87,6 +88,9 @@ export async function repostPost(
         swapTx: payment.signature,
       };
     });
+    // The post's repost count and the reposter's timeline.
+    deps.changes.changed(postKey(postId), timelineKey(reposterId));
+    return created;
   } catch (error) {
     const pgError = error as { code?: string; constraint?: string };
     if (pgError.code === UNIQUE_VIOLATION && pgError.constraint === REPOST_ONCE_CONSTRAINT) {

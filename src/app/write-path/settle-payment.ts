@@ -1,6 +1,9 @@
+import type { Transaction } from 'kysely';
+import type { Database } from '../../adapters/postgres/database.js';
 import { movementLegs, recordMovement } from '../../adapters/postgres/ledger.repository.js';
 import { isAlreadyProcessed, type ChainError, type SignedForSend } from '../../adapters/solana/index.js';
 import { reversalLegs } from '../../domain/ledger/ledger.js';
+import { accountCountsKey, postKey, timelineKey, type ChangeKey } from '../change-signals.js';
 import { resignPayment } from './payment-transaction.js';
 import { requiredSigners } from './transaction-signers.js';
 import type { WritePathDeps } from './create-post.js';
@@ -130,14 +133,14 @@ async function reverse(
   movementId: string,
   failure: Record<string, unknown>,
 ) {
-  await deps.db.transaction().execute(async (trx) => {
+  const hidden = await deps.db.transaction().execute(async (trx) => {
     const marked = await trx
       .updateTable('chain_transactions')
       .set({ status: 'failed', error: JSON.stringify(failure), updated_at: new Date() })
       .where('id', '=', rowId)
       .where('status', 'in', ['signed', 'sent'])
       .executeTakeFirst();
-    if (marked.numUpdatedRows === 0n) return; // another worker settled it
+    if (marked.numUpdatedRows === 0n) return []; // another worker settled it
     const legs = await movementLegs(trx, movementId);
     await recordMovement(trx, {
       kind: 'reversal',
@@ -146,6 +149,33 @@ async function reverse(
       idempotencyKey: `reversal:${movementId}`,
       pending: 'unhold',
     });
+    return shownChangesOf(trx, movementId);
   });
-  deps.changes.changed('content'); // the post is hidden now: cached feed pages must go
+  deps.changes.changed(...hidden);
+}
+
+/**
+ * What a failed payment hides, as change keys: its post (the post itself, the count of the post it
+ * replied to or quoted, its author's timeline and post count) or its repost (the reposted post's
+ * count, the reposter's timeline). A send, swap or payout shows in no cached read: nothing.
+ */
+async function shownChangesOf(trx: Transaction<Database>, movementId: string): Promise<ChangeKey[]> {
+  const keys: ChangeKey[] = [];
+  const post = await trx
+    .selectFrom('posts')
+    .select(['id', 'author_id', 'parent_id', 'quoted_post_id'])
+    .where('movement_id', '=', movementId)
+    .executeTakeFirst();
+  if (post) {
+    keys.push(postKey(post.id), accountCountsKey(post.author_id), timelineKey(post.author_id));
+    const reference = post.parent_id ?? post.quoted_post_id;
+    if (reference) keys.push(postKey(reference));
+  }
+  const repost = await trx
+    .selectFrom('reposts')
+    .select(['post_id', 'reposter_id'])
+    .where('movement_id', '=', movementId)
+    .executeTakeFirst();
+  if (repost) keys.push(postKey(repost.post_id), timelineKey(repost.reposter_id));
+  return keys;
 }

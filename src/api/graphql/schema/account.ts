@@ -2,12 +2,14 @@ import { createContextCache } from '@pothos/core';
 import DataLoader from 'dataloader';
 import type { Account, AccountMoney, AccountStats } from '../../../domain/accounts/account.js';
 import { findByHandle, requireAccount, updateProfile } from '../../../domain/accounts/accounts.service.js';
+import { accountCountsKey, accountKey, handleKey } from '../../../app/change-signals.js';
+import { normalizeHandle } from '../../../domain/accounts/profile-rules.js';
 import { AppError } from '../../../domain/errors.js';
 import { follow, unfollow, type FollowStore } from '../../../domain/follows/follows.service.js';
 import { baseUrlOf } from '../../rest/base-url.js';
 import { avatarUrl } from '../../rest/views.js';
 import { builder } from '../builder.js';
-import type { GraphQLContext } from '../context.js';
+import { readsKey, type GraphQLContext } from '../context.js';
 import { spendFor } from '../rate-limits.js';
 
 /** Largest page of a follow list; a larger `first` is refused rather than silently cut. */
@@ -17,7 +19,10 @@ const DEFAULT_PAGE = 20;
 /** The three counts of a profile come from one query, once per account per request. */
 const statsLoader = createContextCache(
   (ctx: GraphQLContext) =>
-    new DataLoader<string, AccountStats>((ids) => Promise.all(ids.map((id) => ctx.deps.accounts.stats(id)))),
+    new DataLoader<string, AccountStats>((ids) => {
+      for (const id of ids) readsKey(ctx, accountCountsKey(id));
+      return Promise.all(ids.map((id) => ctx.deps.accounts.stats(id)));
+    }),
 );
 
 /** One balance read per account per request, however many money fields the query selects. */
@@ -52,6 +57,7 @@ const AccountConnection = builder.connectionObject({
 
 /** Forward paging only, at most MAX_PAGE per page: the follow lists are keyset-paged newest first. */
 async function followPage(
+  ctx: GraphQLContext,
   follows: FollowStore,
   side: 'followers' | 'following',
   accountId: string,
@@ -63,6 +69,9 @@ async function followPage(
   if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE)
     throw new AppError('invalid_request', `first must be between 1 and ${MAX_PAGE}`, { field: 'first' });
   const page = await follows[side](accountId, { first, ...(args.after ? { after: args.after } : {}) });
+  // A follow or unfollow changes both accounts' counts key; each listed profile is shown too.
+  readsKey(ctx, accountCountsKey(accountId));
+  for (const { node } of page.items) readsKey(ctx, accountKey(node.id));
   return {
     edges: page.items,
     pageInfo: {
@@ -101,7 +110,7 @@ for (const ref of [AccountRef, ViewerRef]) {
       {
         type: AccountRef,
         description: `Accounts following this one, newest follow first; \`first\` at most ${MAX_PAGE}.`,
-        resolve: (account, args, ctx) => followPage(ctx.deps.follows, 'followers', account.id, args),
+        resolve: (account, args, ctx) => followPage(ctx, ctx.deps.follows, 'followers', account.id, args),
       },
       AccountConnection,
     ),
@@ -109,7 +118,7 @@ for (const ref of [AccountRef, ViewerRef]) {
       {
         type: AccountRef,
         description: `Accounts this one follows, newest follow first; \`first\` at most ${MAX_PAGE}.`,
-        resolve: (account, args, ctx) => followPage(ctx.deps.follows, 'following', account.id, args),
+        resolve: (account, args, ctx) => followPage(ctx, ctx.deps.follows, 'following', account.id, args),
       },
       AccountConnection,
     ),
@@ -160,9 +169,14 @@ builder.queryFields((t) => ({
     args: { handle: t.arg.string({ required: true }) },
     resolve: async (_root, { handle }, ctx) => {
       try {
-        return await findByHandle(ctx.deps.accounts, handle);
+        const account = await findByHandle(ctx.deps.accounts, handle);
+        readsKey(ctx, accountKey(account.id));
+        return account;
       } catch (error) {
-        if (error instanceof AppError && error.code === 'not_found') return null;
+        if (error instanceof AppError && error.code === 'not_found') {
+          readsKey(ctx, handleKey(normalizeHandle(handle))); // until someone takes the handle
+          return null;
+        }
         throw error;
       }
     },

@@ -8,7 +8,9 @@ import type { PostView } from '../../../domain/posts/post-reads.js';
 import { encodePosition, LATEST_FEED_SCOPE } from '../../../domain/posts/read-cursors.js';
 import { builder } from '../builder.js';
 import { AccountRef } from './account.js';
-import { lastEdgeCursor, pageInfoOf, pageInput, withAfterArgument } from './page-args.js';
+import { accountKey, postKey, timelineKey } from '../../../app/change-signals.js';
+import { readsKey, readsPosts } from '../context.js';
+import { lastEdgeCursor, lazyEdge, pageInfoOf, pageInput, withAfterArgument } from './page-args.js';
 import { postLoader, trendingScoreLoader } from './post-loaders.js';
 import { PostRef } from './post.js';
 
@@ -62,13 +64,17 @@ builder.queryFields((t) => ({
       resolve: async (_root, args, ctx) => {
         const input = pageInput(args);
         const page = await withAfterArgument(() => feedPage(ctx.deps, { sort: args.sort, ...input }));
-        const edges = page.items.map((post, i) => ({
-          node: post,
-          cursor:
-            args.sort === 'latest'
-              ? latestCursor(ctx.deps.cursorSecret, post)
-              : lastEdgeCursor(i, page.items.length, page.nextCursor),
-        }));
+        // As REST's feed pages: a trending page is its snapshot's, a latest page with a cursor a
+        // window new posts never enter, the first latest page what a new post changes.
+        if (args.sort === 'trending') readsKey(ctx, 'trending');
+        else if (input.cursor === undefined) readsKey(ctx, 'latest');
+        readsPosts(ctx, page.items);
+        // A LATEST edge's cursor is an HMAC: signed only when a query selects it.
+        const edges = page.items.map((post, i) =>
+          args.sort === 'latest'
+            ? lazyEdge(post, () => latestCursor(ctx.deps.cursorSecret, post))
+            : { node: post, cursor: lastEdgeCursor(i, page.items.length, page.nextCursor) },
+        );
         return { edges, pageInfo: pageInfoOf(page, edges) };
       },
     },
@@ -84,6 +90,8 @@ builder.queryFields((t) => ({
       const { limit } = pageInput({ first: args.first });
       const ranked = await trendingFeedPage(ctx.deps, { limit });
       const posts = await hydratePosts(ctx.deps, ranked.postIds);
+      readsKey(ctx, 'trending');
+      readsPosts(ctx, posts);
       // The page already knows these posts and scores: later Post fields need no second read.
       for (const post of posts) {
         postLoader(ctx).prime(post.id, post);
@@ -139,6 +147,12 @@ builder.objectField(AccountRef, 'posts', (t) =>
       resolve: async (account, args, ctx) => {
         const input = pageInput(args);
         const page = await withAfterArgument(() => userTimeline(ctx.deps, account.handle, input));
+        readsKey(ctx, timelineKey(account.id));
+        readsKey(ctx, accountKey(account.id)); // repostedBy
+        readsPosts(
+          ctx,
+          page.items.map((item) => item.post),
+        );
         const edges = page.items.map((item, i) => ({
           node: { post: item.post, repost: item.repost ? { by: account, at: item.repost.at } : null },
           cursor: lastEdgeCursor(i, page.items.length, page.nextCursor),
@@ -161,6 +175,9 @@ builder.objectField(PostRef, 'replies', (t) =>
       resolve: async (post, args, ctx) => {
         const input = pageInput(args);
         const page = await withAfterArgument(() => repliesPage(ctx.deps, post.id, input));
+        // A new or hidden reply changes `post:<parent>` (its reply count).
+        readsKey(ctx, postKey(post.id));
+        readsPosts(ctx, page.items);
         const edges = page.items.map((reply) => ({
           node: reply,
           cursor: replyCursor(ctx.deps, post.id, reply),

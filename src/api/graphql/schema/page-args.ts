@@ -48,14 +48,31 @@ export async function withAfterArgument<T>(read: () => Promise<T>): Promise<T> {
  */
 export function pageInfoOf(
   page: { hasMore: boolean; nextCursor?: string },
-  edges: Array<{ cursor: string }>,
+  edges: Array<{ readonly cursor: string }>,
 ) {
   return {
     hasNextPage: page.hasMore,
     // Keyset pages cannot tell cheaply whether anything is newer than `after` (Relay allows false).
     hasPreviousPage: false,
-    startCursor: edges[0]?.cursor || null,
+    // A getter: an edge's cursor may be computed on demand (lazyEdge).
+    get startCursor() {
+      return edges[0]?.cursor || null;
+    },
     endCursor: page.nextCursor ?? null,
+  };
+}
+
+/**
+ * An edge whose cursor is computed when a query selects it (or `pageInfo.startCursor`), once: a
+ * signed cursor costs an HMAC, and most feed queries select none.
+ */
+export function lazyEdge<T>(node: T, cursorOf: () => string): { node: T; readonly cursor: string } {
+  let cursor: string | undefined;
+  return {
+    node,
+    get cursor() {
+      return (cursor ??= cursorOf());
+    },
   };
 }
 

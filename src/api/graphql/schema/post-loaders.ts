@@ -5,7 +5,8 @@ import { currentTrendingScores } from '../../../app/feed/trending.js';
 import { likedPostIds, loadAccounts } from '../../../app/feed/viewer-reads.js';
 import type { Account } from '../../../domain/accounts/account.js';
 import type { PostView } from '../../../domain/posts/post-reads.js';
-import type { GraphQLContext } from '../context.js';
+import { accountKey, postKey } from '../../../app/change-signals.js';
+import { readsKey, readsPosts, type GraphQLContext } from '../context.js';
 
 /*
  * Per-request DataLoaders of the read path. Every Post field that reaches past the page it came
@@ -17,7 +18,10 @@ import type { GraphQLContext } from '../context.js';
 export const postLoader = createContextCache(
   (ctx: GraphQLContext) =>
     new DataLoader<string, PostView | null>(async (ids) => {
+      // Asked for by id: a post not shown (unknown, failed) is `post:<id>` too.
+      for (const id of ids) readsKey(ctx, postKey(id));
       const views = await hydratePosts(ctx.deps, ids);
+      readsPosts(ctx, views);
       const byId = new Map(views.map((view) => [view.id, view]));
       // Unknown posts and posts whose payment failed are null, as REST shows them nowhere.
       return ids.map((id) => byId.get(id) ?? null);
@@ -28,6 +32,7 @@ export const postLoader = createContextCache(
 export const accountLoader = createContextCache(
   (ctx: GraphQLContext) =>
     new DataLoader<string, Account>(async (ids) => {
+      for (const id of ids) readsKey(ctx, accountKey(id));
       const accounts = await loadAccounts(ctx.deps, ids);
       return ids.map((id) => accounts.get(id) ?? new Error(`No account ${id}`));
     }),
@@ -48,5 +53,8 @@ export const likedLoader = createContextCache(
 /** Scores in the current trending snapshot: one ZMSCORE per batch; null when not ranked. */
 export const trendingScoreLoader = createContextCache(
   (ctx: GraphQLContext) =>
-    new DataLoader<string, number | null>((postIds) => currentTrendingScores(ctx.deps, postIds)),
+    new DataLoader<string, number | null>((postIds) => {
+      readsKey(ctx, 'trending');
+      return currentTrendingScores(ctx.deps, postIds);
+    }),
 );

@@ -1,6 +1,8 @@
+import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import type { Account } from '../../../domain/accounts/account.js';
 import { AppError } from '../../../domain/errors.js';
 import { parsePostId } from '../../../domain/posts/engagement-rules.js';
-import type { PostView } from '../../../domain/posts/post-reads.js';
+import type { PostAuthor, PostView } from '../../../domain/posts/post-reads.js';
 import { builder } from '../builder.js';
 import { AccountRef } from './account.js';
 import { PostTypeEnum } from './engagement.js';
@@ -20,7 +22,10 @@ PostRef.implement({
     content: t.exposeString('content'),
     author: t.field({
       type: AccountRef,
-      resolve: (post, _args, ctx) => accountLoader(ctx).load(post.author.id),
+      // The page's own statement already read the author's handle, display name, avatar and
+      // wallet: only a selection beyond those (bio, socialUsername, createdAt) loads the account.
+      resolve: (post, _args, ctx, info) =>
+        selectsOnlyPageAuthorFields(info) ? pageAuthor(post.author) : accountLoader(ctx).load(post.author.id),
     }),
     likeCount: t.exposeInt('likeCount'),
     replyCount: t.exposeInt('replyCount', { description: 'Replies whose payment did not fail.' }),
@@ -49,6 +54,55 @@ PostRef.implement({
     }),
   }),
 });
+
+/**
+ * Account fields an author as the page read it (PostAuthor) can answer: the author's own columns,
+ * and fields that load by id or handle (counts, follow lists, timeline). Any other field, including
+ * one added later, loads the whole account.
+ */
+const PAGE_AUTHOR_FIELDS: ReadonlySet<string> = new Set([
+  '__typename',
+  'handle',
+  'displayName',
+  'avatarUrl',
+  'walletAddress',
+  'followerCount',
+  'followingCount',
+  'postCount',
+  'followers',
+  'following',
+  'posts',
+]);
+
+/** Per field node of a (cached, reused) document: whether its selection stays within PAGE_AUTHOR_FIELDS. */
+const pageAuthorSelections = new WeakMap<FieldNode, boolean>();
+
+function selectsOnlyPageAuthorFields(info: GraphQLResolveInfo): boolean {
+  const [first] = info.fieldNodes;
+  if (!first) return false;
+  const known = info.fieldNodes.length === 1 ? pageAuthorSelections.get(first) : undefined;
+  if (known !== undefined) return known;
+  const seen = new Set<string>();
+  const within = (selections: SelectionSetNode | undefined): boolean =>
+    (selections?.selections ?? []).every((selection) => {
+      if (selection.kind === Kind.FIELD) return PAGE_AUTHOR_FIELDS.has(selection.name.value);
+      if (selection.kind === Kind.INLINE_FRAGMENT) return within(selection.selectionSet);
+      const name = selection.name.value;
+      if (seen.has(name)) return true;
+      seen.add(name);
+      return within(info.fragments[name]?.selectionSet);
+    });
+  const result = info.fieldNodes.every((node) => within(node.selectionSet));
+  if (info.fieldNodes.length === 1) pageAuthorSelections.set(first, result);
+  return result;
+}
+
+/**
+ * The author as the page read it, typed as the Account it stands in for: only PAGE_AUTHOR_FIELDS
+ * are resolved on it (selectsOnlyPageAuthorFields), and those read id, handle, displayName,
+ * avatarUrl and walletAddress, which PostAuthor has.
+ */
+const pageAuthor = (author: PostAuthor): Account => author as unknown as Account;
 
 builder.queryFields((t) => ({
   post: t.field({

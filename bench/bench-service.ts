@@ -13,10 +13,12 @@ import type { RoleName } from '../workers/role.js';
  * The real service for a benchmark, as `npm start` runs it on the embedded stack: a fresh temporary
  * DATA_DIR, free ports, a Redis prefix of its own, rate limits off. `stop` stops it and deletes the
  * folder and, on a shared Redis, the keys under its prefix (a write-path run leaves ~5,000: its
- * completed jobs are kept a day).
+ * completed jobs are kept a day). `env` adds or replaces settings (READ_CACHE_TTL_MS=0 for a bench
+ * of cache misses).
  */
 export async function startBenchService(
   roles: RoleName[],
+  env: Readonly<Record<string, string>> = {},
 ): Promise<{ service: RunningService; stop: () => Promise<void> }> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'ledgerfeed-bench-'));
   await chmod(dataDir, 0o755); // the embedded Postgres may run as the OS user `postgres`
@@ -27,6 +29,7 @@ export async function startBenchService(
     REDIS_PREFIX: `bench${randomBytes(4).toString('hex')}`,
     RATE_LIMIT_MULTIPLIER: '0',
     LOG_LEVEL: 'warn',
+    ...env,
   });
   const service = await runService(config, createLogger(config), roles);
   return {

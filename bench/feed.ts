@@ -11,80 +11,17 @@
  * requests/s, p99 < 50 ms. A missed target exits 1. The machine is shared and noisy: read the
  * ratios, which come from one run.
  */
-import { execFile } from 'node:child_process';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { projectRoot } from '../src/project-root.js';
 import { intSetting } from './bench-settings.js';
 import { runBench, startBenchService } from './bench-service.js';
+import { CONNECTIONS, load, plainServer, sample } from './http-load.js';
 
 const TARGET_REST_RATIO = 0.4;
 const TARGET_GRAPHQL_RATIO = 0.25;
 const TARGET_P99_MS = 50;
-const CONNECTIONS = 50;
-
-const run = promisify(execFile);
-
-interface Load {
-  requestsPerSecond: number;
-  p99Ms: number;
-  errors: number;
-  non2xx: number;
-}
-
-/** autocannon in its own process, JSON out. */
-async function load(
-  url: string,
-  seconds: number,
-  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<Load> {
-  const args = ['-c', String(CONNECTIONS), '-d', String(seconds), '-j'];
-  if (options.method) args.push('-m', options.method);
-  for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}=${value}`);
-  if (options.body) args.push('-b', options.body);
-  const { stdout } = await run(
-    path.join(projectRoot(), 'node_modules', '.bin', 'autocannon'),
-    [...args, url],
-    {
-      maxBuffer: 16 * 1024 * 1024,
-    },
-  );
-  const result = JSON.parse(stdout) as {
-    requests: { average: number };
-    latency: { p99: number };
-    errors: number;
-    non2xx: number;
-  };
-  return {
-    requestsPerSecond: result.requests.average,
-    p99Ms: result.latency.p99,
-    errors: result.errors,
-    non2xx: result.non2xx,
-  };
-}
-
-/** A plain node:http server answering `body` to every request: the ceiling of this machine. */
-async function plainServer(body: Buffer): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = createServer((_request, response) => {
-    response.writeHead(200, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': body.length,
-    });
-    response.end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
 
 async function main(): Promise<number> {
   const posts = intSetting('BENCH_POSTS', 2_000, 20);
@@ -141,14 +78,8 @@ async function main(): Promise<number> {
     let ok = true;
     for (const target of targets) {
       // The plain server answers the very bytes the route answers.
-      const sample = await fetch(target.url, {
-        method: target.options.method ?? 'GET',
-        headers: target.options.headers,
-        ...(target.options.body ? { body: target.options.body } : {}),
-      });
-      const bytes = Buffer.from(await sample.arrayBuffer());
-      if (sample.status !== 200)
-        throw new Error(`${target.name} answered ${sample.status}: ${bytes.toString()}`);
+      const { status, bytes } = await sample(target.url, target.options);
+      if (status !== 200) throw new Error(`${target.name} answered ${status}: ${bytes.toString()}`);
       const plain = await plainServer(bytes);
       const ceiling = await load(plain.url, seconds);
       await plain.close();

@@ -30,12 +30,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PublicKey } from '@solana/web3.js';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { associatedTokenAccount, fundUsdc } from '../src/adapters/solana/index.js';
-import type { Account } from '../src/domain/accounts/account.js';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
-import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { associatedTokenAccount } from '../src/adapters/solana/index.js';
 import type { RunningService } from '../src/service.js';
 import { intSetting } from './bench-settings.js';
+import { fundedMembers, type Member } from './funded-accounts.js';
+import { percentile } from './stats.js';
 import { newTally, postOnce, runLoadPhase } from './write-path-load.js';
 import { runBench, startBenchService } from './bench-service.js';
 import { cpuTimes, describeCpu } from './machine-cpu.js';
@@ -67,45 +66,6 @@ function readSettings(): Settings {
     floorSeconds: intSetting('BENCH_FLOOR_SECONDS', 5, 1),
     warmupSeconds: intSetting('BENCH_WARMUP_SECONDS', 5, 0),
   };
-}
-
-interface Member {
-  account: Account;
-  key: string;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
-// ---------------------------------------------------------------- setup (not timed)
-
-async function setupMembers(service: RunningService, count: number): Promise<Member[]> {
-  const { app, platform } = service;
-  const tag = randomBytes(3).toString('hex');
-  const members: Member[] = [];
-  // A few at a time: the faucet's transfers confirm on the 400 ms slot, so waiting one by one is slow.
-  for (let from = 0; from < count; from += 10) {
-    const batch = await Promise.all(
-      Array.from({ length: Math.min(10, count - from) }, async (_, k) => {
-        const account = await createAccount(app, { handle: `wb_${tag}_${from + k}` });
-        const { key } = await createApiKey(app.apiKeys, account.id);
-        const { signature } = await fundUsdc(app.rpc, platform, account.walletAddress, FUNDING_MICRO);
-        await app.ledger.record({
-          kind: 'deposit',
-          idempotencyKey: `deposit:${signature}`,
-          legs: [
-            { account: { kind: 'external' }, amountMicro: -FUNDING_MICRO, counts: 'none' },
-            { account: { kind: 'user', accountId: account.id }, amountMicro: FUNDING_MICRO, counts: 'none' },
-          ],
-        });
-        return { account, key };
-      }),
-    );
-    members.push(...batch);
-  }
-  return members;
 }
 
 // ---------------------------------------------------------------- the floor
@@ -265,7 +225,7 @@ async function main(): Promise<number> {
   try {
     const base = service.apiUrl!;
     const stackSeconds = (performance.now() - setupStarted) / 1000;
-    const members = await setupMembers(service, settings.accounts);
+    const members = await fundedMembers(service, settings.accounts, FUNDING_MICRO);
     // Warm-up (not counted): one post per account, so keys, wallets and connections are warm.
     const warm = newTally();
     await Promise.all(members.map((m) => postOnce(base, m.key, warm)));

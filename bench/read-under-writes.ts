@@ -1,0 +1,328 @@
+/**
+ * Benchmark of issue 21 item 5: the feed read while money moves.
+ *
+ *   npm run bench:read-under-writes
+ *
+ * The service (roles api and worker, as BENCH_ROLES, read caches on, rate limits off) runs in this
+ * process on a fresh embedded stack: Postgres, Redis, chdb and the localnet. Setup (not timed):
+ * BENCH_POSTS posts with replies, likes, reposts and some failed payments written straight into
+ * Postgres (bench/read-seed.ts); BENCH_POSTERS accounts funded on chain to pay posts; BENCH_LIKERS
+ * accounts to like.
+ *
+ * Every route (REST latest, REST trending, GraphQL feed LATEST, 20 items) is measured with 50
+ * connections (autocannon in a child process) for BENCH_SECONDS, right after a plain node:http
+ * server answering the very bytes the route answered just before, with the same client settings:
+ *
+ *   1. caches on, nothing written (compare with bench:feed; its targets apply);
+ *   2. while the writer pays BENCH_LOW_POSTS posts/s and likes BENCH_LOW_LIKES posts/s
+ *      (default 20 + 100): REST >= 40% of plain, GraphQL >= 25%, p99 < 50 ms, 0 non-2xx, every
+ *      write answered 2xx;
+ *   3. while it writes BENCH_HIGH_POSTS + BENCH_HIGH_LIKES (default 100 + 300): REST >= 20%,
+ *      GraphQL >= 12%, p99 < 100 ms (0 non-2xx reads; writes printed, no target on their answers).
+ *
+ * The writer is a child process of its own (bench/read-writer.ts), an open loop through the real
+ * API: paid posts go through the ledger, the outbox and the localnet. It starts BENCH_LEAD_MS
+ * before the readers and stops when they stop; its writes of that window are printed beside the
+ * reads with the rate it achieved. A writer that fell behind its schedule (more than 1 s late, or
+ * under 95% of the rate answered 2xx) says so and the phase fails: its reads were not measured at
+ * the stated load. The plain server is measured with nothing written, the machine's ceiling. Between
+ * measurements the payments backlog settles (no outbox row left unsent). A missed target exits 1.
+ */
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import type { RunningService } from '../src/service.js';
+import { ROLE_NAMES, type RoleName } from '../workers/role.js';
+import { intSetting } from './bench-settings.js';
+import { runBench, startBenchService } from './bench-service.js';
+import { fundedMembers } from './funded-accounts.js';
+import { CONNECTIONS, load, plainServer, sample, type Load, type RequestOptions } from './http-load.js';
+import { cpuTimes, describeCpu } from './machine-cpu.js';
+import { seedReadData } from './read-seed.js';
+import { startWriter, type WriteKindResult, type WriteRates, type WriteResult } from './read-writer.js';
+
+/** Each poster starts with $500: a full run spends under $100 of it. */
+const FUNDING_MICRO = 500_000_000n;
+/** The writer fell behind when a request went out later than this, or under this share answered 2xx. */
+const MAX_LAG_MS = 1_000;
+const MIN_ACHIEVED_SHARE = 0.95;
+
+interface Targets {
+  restRatio: number;
+  graphqlRatio: number;
+  p99Ms: number;
+  /** The low level requires every write answered 2xx; the high one only prints them. */
+  every2xx: boolean;
+}
+
+interface Phase {
+  label: string;
+  rates?: WriteRates;
+  targets: Targets;
+}
+
+interface Route {
+  name: string;
+  url: string;
+  options: RequestOptions;
+  graphql: boolean;
+}
+
+function readSettings() {
+  const roles = (process.env.BENCH_ROLES ?? 'api,worker').split(',').map((r) => r.trim());
+  for (const role of roles) {
+    if (!ROLE_NAMES.includes(role as RoleName))
+      throw new Error(`BENCH_ROLES: unknown role ${JSON.stringify(role)}`);
+  }
+  if (!roles.includes('api') || !roles.includes('worker')) {
+    throw new Error('BENCH_ROLES must include api and worker (payments are confirmed by the worker role)');
+  }
+  return {
+    roles: roles as RoleName[],
+    posts: intSetting('BENCH_POSTS', 2_000, 500),
+    authors: intSetting('BENCH_AUTHORS', 20, 2),
+    seconds: intSetting('BENCH_SECONDS', 8, 1),
+    posters: intSetting('BENCH_POSTERS', 40, 1),
+    likers: intSetting('BENCH_LIKERS', 200, 1),
+    leadMs: intSetting('BENCH_LEAD_MS', 1_000, 0),
+    warmupSeconds: intSetting('BENCH_WARMUP_SECONDS', 5, 0),
+    low: {
+      postsPerSecond: intSetting('BENCH_LOW_POSTS', 20, 0),
+      likesPerSecond: intSetting('BENCH_LOW_LIKES', 100, 0),
+    },
+    high: {
+      postsPerSecond: intSetting('BENCH_HIGH_POSTS', 100, 0),
+      likesPerSecond: intSetting('BENCH_HIGH_LIKES', 300, 0),
+    },
+  };
+}
+
+/** Outbox rows not yet sent or confirmed (the payments backlog). */
+async function unfinishedPayments(service: RunningService): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM chain_transactions WHERE status IN ('signed', 'sent')`.execute(
+    service.app.db,
+  );
+  return rows[0]!.n;
+}
+
+/** Waits (at most a minute) until the payments backlog is gone; returns the seconds it took. */
+async function settle(service: RunningService): Promise<{ seconds: number; left: number }> {
+  const started = performance.now();
+  let left = await unfinishedPayments(service);
+  while (left > 0 && performance.now() - started < 60_000) {
+    await sleep(100);
+    left = await unfinishedPayments(service);
+  }
+  return { seconds: (performance.now() - started) / 1000, left };
+}
+
+const mark = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+const rate = (n: number, seconds: number) => (n / seconds).toFixed(1);
+
+function describeWrites(kind: string, result: WriteKindResult, target: number, seconds: number): string {
+  const other = result.other.reduce((sum, [, n]) => sum + n, 0);
+  return (
+    `${kind} ${result.ok}/${result.sent} answered 2xx` +
+    (result.pending > 0 ? ` (${result.pending} of them 202 pending)` : '') +
+    `, ${result.due} due, ${rate(result.ok, seconds)}/s achieved of ${target}/s` +
+    `, p50 ${result.p50Ms.toFixed(0)} ms p99 ${result.p99Ms.toFixed(0)} ms` +
+    (other > 0 ? `, ${other} not 2xx` : '')
+  );
+}
+
+/** Whether the writer kept its schedule and every write got its 2xx. */
+function judgeWrites(result: WriteResult): { keptUp: boolean; all2xx: boolean } {
+  const achieved = (kind: WriteKindResult, target: number) =>
+    target === 0 || kind.ok / result.seconds >= MIN_ACHIEVED_SHARE * target;
+  const keptUp =
+    result.lagMaxMs <= MAX_LAG_MS &&
+    achieved(result.posts, result.rates.postsPerSecond) &&
+    achieved(result.likes, result.rates.likesPerSecond);
+  const all2xx =
+    result.posts.ok === result.posts.sent &&
+    result.likes.ok === result.likes.sent &&
+    result.posts.sent >= result.posts.due &&
+    result.likes.sent >= result.likes.due;
+  return { keptUp, all2xx };
+}
+
+async function main(): Promise<number> {
+  const settings = readSettings();
+  const setupStarted = performance.now();
+  const { service, stop } = await startBenchService(settings.roles);
+  let closeWriter: (() => Promise<void>) | undefined;
+  try {
+    const { app } = service;
+    const base = service.apiUrl!;
+    const seed = await seedReadData(service, {
+      posts: settings.posts,
+      authors: settings.authors,
+      tag: 'ruw',
+    });
+    const posters = await fundedMembers(service, settings.posters, FUNDING_MICRO);
+    const likerKeys: string[] = [];
+    for (let i = 0; i < settings.likers; i++) {
+      const liker = await createAccount(app, { handle: `ruw_l${i}` });
+      likerKeys.push((await createApiKey(app.apiKeys, liker.id, ['engage'])).key);
+    }
+    const { rows: newest } = await sql<{ id: string }>`
+      SELECT id FROM posts ORDER BY created_at DESC, id DESC LIMIT 50`.execute(app.db);
+    const writer = await startWriter({
+      base,
+      posterKeys: posters.map((p) => p.key),
+      likerKeys,
+      recentPostIds: newest.map((r) => r.id),
+    });
+    closeWriter = writer.close;
+
+    const auth = { authorization: `Bearer ${seed.readKey}` };
+    const routes: Route[] = [
+      {
+        name: 'REST /feed?sort=latest',
+        url: `${base}/api/v1/feed?sort=latest&limit=20`,
+        options: { headers: auth },
+        graphql: false,
+      },
+      {
+        name: 'REST /feed?sort=trending',
+        url: `${base}/api/v1/feed?sort=trending&limit=20`,
+        options: { headers: auth },
+        graphql: false,
+      },
+      {
+        name: 'GraphQL feed(LATEST, 20)',
+        url: `${base}/graphql`,
+        options: {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            query:
+              '{ feed(sort: LATEST, first: 20) { edges { node { id content type likeCount replyCount repostCount createdAt author { handle displayName } } } pageInfo { endCursor hasNextPage } } }',
+          }),
+        },
+        graphql: true,
+      },
+    ];
+    const phases: Phase[] = [
+      {
+        label: 'caches on, nothing written',
+        targets: { restRatio: 0.4, graphqlRatio: 0.25, p99Ms: 50, every2xx: true },
+      },
+      {
+        label: `${settings.low.postsPerSecond} paid posts/s + ${settings.low.likesPerSecond} likes/s`,
+        rates: settings.low,
+        targets: { restRatio: 0.4, graphqlRatio: 0.25, p99Ms: 50, every2xx: true },
+      },
+      {
+        label: `${settings.high.postsPerSecond} paid posts/s + ${settings.high.likesPerSecond} likes/s`,
+        rates: settings.high,
+        targets: { restRatio: 0.2, graphqlRatio: 0.12, p99Ms: 100, every2xx: false },
+      },
+    ];
+
+    // Warm-up (not counted): the write path and the reads run hot before anything is measured.
+    if (settings.warmupSeconds > 0) {
+      await writer.start(settings.low);
+      for (const route of routes)
+        await load(route.url, Math.max(1, Math.round(settings.warmupSeconds / routes.length)), route.options);
+      await writer.stop();
+    }
+    const warm = await settle(service);
+    console.log(
+      `read-under-writes bench: ${os.cpus().length} cores, roles ${settings.roles.join('+')}, ${seed.posts} posts +` +
+        ` ${seed.replies} replies, ${seed.likes} likes, ${seed.reposts} reposts, ${seed.failed} failed payments;` +
+        ` ${settings.posters} funded posters, ${settings.likers} likers; ${CONNECTIONS} reading connections,` +
+        ` ${settings.seconds} s per run; read caches on (READ_CACHE_TTL_MS ${app.config.READ_CACHE_TTL_MS})` +
+        ` (setup ${((performance.now() - setupStarted) / 1000).toFixed(0)} s, warm-up backlog settled in ${warm.seconds.toFixed(1)} s)`,
+    );
+    console.log(
+      "the plain server is measured with nothing written (the machine's ceiling); writes run only beside the route",
+    );
+
+    let ok = true;
+    for (const phase of phases) {
+      console.log('');
+      console.log(`== ${phase.label}`);
+      for (const route of routes) {
+        const backlog = phase.rates ? await settle(service) : undefined;
+        if (backlog && backlog.left > 0)
+          console.log(`   ! ${backlog.left} payments still unsent after a minute of waiting`);
+        const { status, bytes } = await sample(route.url, route.options);
+        if (status !== 200)
+          throw new Error(`${route.name} answered ${status}: ${bytes.toString().slice(0, 500)}`);
+        const plain = await plainServer(bytes);
+        const ceiling = await load(plain.url, settings.seconds);
+        await plain.close();
+
+        const cpuAtStart = cpuTimes();
+        let writes: WriteResult | undefined;
+        let measured: Load;
+        if (phase.rates) {
+          await writer.start(phase.rates);
+          await sleep(settings.leadMs);
+          measured = await load(route.url, settings.seconds, route.options);
+          writes = await writer.stop();
+        } else {
+          measured = await load(route.url, settings.seconds, route.options);
+        }
+        const cpu = describeCpu(cpuAtStart, cpuTimes());
+
+        const target = route.graphql ? phase.targets.graphqlRatio : phase.targets.restRatio;
+        const ratio = measured.requestsPerSecond / ceiling.requestsPerSecond;
+        const problems = measured.errors + measured.non2xx;
+        // Latencies are of answered reads only: a run where none answered has no p99 to show.
+        const stalled = measured.answered === 0;
+        const readsOk = ratio >= target && measured.p99Ms < phase.targets.p99Ms && problems === 0 && !stalled;
+        const judged = writes ? judgeWrites(writes) : undefined;
+        const writesOk = !judged || (judged.keptUp && (judged.all2xx || !phase.targets.every2xx));
+        ok &&= readsOk && writesOk;
+        console.log(
+          `${mark(readsOk)} ${route.name.padEnd(25)} ${measured.requestsPerSecond.toFixed(0).padStart(6)} req/s` +
+            ` = ${(ratio * 100).toFixed(1)}% of plain ${ceiling.requestsPerSecond.toFixed(0)} (target >= ${target * 100}%),` +
+            ` p50 ${measured.p50Ms} ms, p99 ${measured.p99Ms} ms (target < ${phase.targets.p99Ms}),` +
+            ` ${measured.non2xx} non-2xx, ${measured.errors} errors (target 0), ${bytes.length} bytes` +
+            (stalled ? `; NO read answered within the run (${measured.sent} sent)` : ''),
+        );
+        if (writes && judged) {
+          const r = writes.rates;
+          console.log(
+            `${mark(writesOk)}   writes in ${writes.seconds.toFixed(1)} s: ` +
+              `${describeWrites('posts', writes.posts, r.postsPerSecond, writes.seconds)}; ` +
+              `${describeWrites('likes', writes.likes, r.likesPerSecond, writes.seconds)}`,
+          );
+          console.log(
+            `       target ${phase.targets.every2xx ? 'every write 2xx' : 'the rate (answers printed, no target)'};` +
+              ` writer ${judged.keptUp ? 'kept its schedule' : 'FELL BEHIND its schedule'}` +
+              ` (max lag ${writes.lagMaxMs.toFixed(0)} ms, ${writes.lateRequests} requests > 100 ms late,` +
+              ` ${writes.inFlightMax} in flight at most, last answer ${writes.drainSeconds.toFixed(1)} s after the stop)` +
+              (backlog ? `; backlog before it settled in ${backlog.seconds.toFixed(1)} s` : ''),
+          );
+          for (const [outcome, n] of [...writes.posts.other, ...writes.likes.other].slice(0, 5)) {
+            console.log(`       ! ${n} x ${outcome}`);
+          }
+        }
+        console.log(`       ${cpu}`);
+      }
+    }
+    const after = await settle(service);
+    const { rows: outbox } = await sql<{ status: string; n: number }>`
+      SELECT status, count(*)::int AS n FROM chain_transactions WHERE signature NOT LIKE 'seed-%'
+       GROUP BY status ORDER BY status`.execute(app.db);
+    console.log('');
+    console.log(
+      `outbox of the run's payments ${after.seconds.toFixed(1)} s after the last phase: ` +
+        outbox.map((row) => `${row.n} ${row.status}`).join(', '),
+    );
+    console.log(`${mark(ok)}: read-under-writes`);
+    return ok ? 0 : 1;
+  } finally {
+    await closeWriter?.();
+    await stop();
+  }
+}
+
+runBench(main);

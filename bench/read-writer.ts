@@ -1,0 +1,361 @@
+/**
+ * The writer of `bench/read-under-writes.ts`, in a child process of its own (as real clients would
+ * be: its HTTP client costs the service's event loop nothing). It pays posts and likes posts
+ * through the real API on a fixed schedule, an open loop: one post every 1/postsPerSecond s and one
+ * like every 1/likesPerSecond s, whatever earlier requests are doing. It never lowers the rate: if
+ * its own event loop falls behind the schedule, the requests go out late (catching up at once) and
+ * the delay is reported as schedule lag, so a writer that could not keep up says so.
+ *
+ * Likes go to the newest posts (the 50 newest it knows of, its own new posts first), each from an
+ * account that has not liked that post yet, so every like changes a count a reader may be shown.
+ *
+ * Driven over IPC by `startWriter` (the parent): init, then start/stop per measured phase; each
+ * stop answers the phase's tally once every request of the phase has answered (or timed out).
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { percentile } from './stats.js';
+
+export interface WriterInit {
+  base: string;
+  /** Keys of funded accounts: paid posts go round-robin over them. */
+  posterKeys: string[];
+  /** Keys of the accounts that like. */
+  likerKeys: string[];
+  /** The newest posts, newest first: the first like targets. */
+  recentPostIds: string[];
+}
+
+export interface WriteRates {
+  postsPerSecond: number;
+  likesPerSecond: number;
+}
+
+export interface WriteKindResult {
+  /** Requests the schedule called for between start and stop. */
+  due: number;
+  sent: number;
+  /** Answered 2xx (a post: 201 executed or 202 pending; a like: 200). */
+  ok: number;
+  /** Of `ok`, posts answered 202 (payment still pending after WRITE_TIMEOUT_MS). */
+  pending: number;
+  /** Every other outcome (status and the start of the body, or the client error) and its count. */
+  other: [string, number][];
+  p50Ms: number;
+  p99Ms: number;
+}
+
+export interface WriteResult {
+  rates: WriteRates;
+  /** From start to stop: the window the rates apply to. */
+  seconds: number;
+  posts: WriteKindResult;
+  likes: WriteKindResult;
+  /** The worst delay of a request behind its schedule (the writer's own event loop). */
+  lagMaxMs: number;
+  /** Requests sent more than 100 ms late. */
+  lateRequests: number;
+  inFlightMax: number;
+  /** From stop until the last request of the phase answered. */
+  drainSeconds: number;
+}
+
+type ToChild = { type: 'init'; init: WriterInit } | { type: 'start'; rates: WriteRates } | { type: 'stop' };
+type FromChild = { type: 'ready' } | { type: 'started' } | { type: 'result'; result: WriteResult };
+
+/**
+ * Kept-alive connections the writer opens at most (requests beyond them wait in the client, and
+ * their wait counts in their latency). Unbounded, a writer that offers 100 posts/s to a service
+ * answering in seconds opened 2,000+ sockets and had some of them reset.
+ */
+const MAX_SOCKETS = 256;
+/** Like targets: the newest posts the writer knows. */
+const RECENT_POSTS = 50;
+/** A request that has not answered by then counts as failed ('error ...'). */
+const REQUEST_TIMEOUT_MS = 30_000;
+const LATE_MS = 100;
+
+// ---------------------------------------------------------------- the parent's handle
+
+export interface Writer {
+  start: (rates: WriteRates) => Promise<void>;
+  /** Stops scheduling; resolves with the phase's tally when its last request answered. */
+  stop: () => Promise<WriteResult>;
+  close: () => Promise<void>;
+}
+
+export async function startWriter(init: WriterInit): Promise<Writer> {
+  const child = fork(fileURLToPath(import.meta.url), [], {
+    cwd: path.dirname(path.dirname(fileURLToPath(import.meta.url))),
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const ask = <T extends FromChild['type']>(message: ToChild, answer: T) =>
+    new Promise<Extract<FromChild, { type: T }>>((resolve, reject) => {
+      const onMessage = (reply: FromChild) => {
+        if (reply.type !== answer) return;
+        child.off('exit', onExit);
+        child.off('message', onMessage);
+        resolve(reply as Extract<FromChild, { type: T }>);
+      };
+      const onExit = (code: number | null) => {
+        child.off('message', onMessage);
+        reject(new Error(`the writer process exited (${code}) before answering ${message.type}`));
+      };
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+      child.send(message);
+    });
+  await ask({ type: 'init', init }, 'ready');
+  return {
+    start: async (rates) => {
+      await ask({ type: 'start', rates }, 'started');
+    },
+    stop: async () => (await ask({ type: 'stop' }, 'result')).result,
+    close: () => closeChild(child),
+  };
+}
+
+async function closeChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const closed = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.disconnect(); // the child exits once its IPC channel is gone
+  await closed;
+}
+
+// ---------------------------------------------------------------- the child
+
+interface KindTally {
+  sent: number;
+  ok: number;
+  pending: number;
+  other: Map<string, number>;
+  latenciesMs: number[];
+}
+
+const newKind = (): KindTally => ({ sent: 0, ok: 0, pending: 0, other: new Map(), latenciesMs: [] });
+
+interface Answer {
+  status: number;
+  text: string;
+}
+
+/** POST of a JSON body over node:http (undici's fetch costs more CPU than the request). */
+function createPoster(): (url: string, body: string, headers: Record<string, string>) => Promise<Answer> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+  return (url, body, headers) =>
+    new Promise((resolve, reject) => {
+      const request = http.request(
+        url,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            ...headers,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        },
+        (response) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (text += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
+          response.on('error', reject);
+        },
+      );
+      request.on('error', reject);
+      request.end(body);
+    });
+}
+
+function runChild(): void {
+  const post = createPoster();
+  let init: WriterInit | undefined;
+  /** Newest first; the writer's own new posts join at the front. */
+  let recent: string[] = [];
+  /** Per post, the index of its next liker in likerKeys. */
+  const nextLiker = new Map<string, number>();
+  let likeTurn = 0;
+  let postCounter = 0;
+  let phase:
+    | {
+        rates: WriteRates;
+        startedAt: number;
+        stopped: boolean;
+        timer?: NodeJS.Timeout;
+        posts: KindTally;
+        likes: KindTally;
+        lagMaxMs: number;
+        lateRequests: number;
+        inFlight: Set<Promise<void>>;
+        inFlightMax: number;
+      }
+    | undefined;
+
+  const send = (message: FromChild) => process.send!(message);
+
+  /** `outcome` is 'ok', 'pending' (a 2xx too) or what else happened. */
+  const record = (tally: KindTally, started: number, outcome: string) => {
+    tally.latenciesMs.push(performance.now() - started);
+    if (outcome === 'ok') tally.ok++;
+    else if (outcome === 'pending') {
+      tally.ok++;
+      tally.pending++;
+    } else tally.other.set(outcome, (tally.other.get(outcome) ?? 0) + 1);
+  };
+
+  const failure = (error: unknown) => `error ${error instanceof Error ? error.message : String(error)}`;
+
+  const pay = async (tally: KindTally) => {
+    const started = performance.now();
+    const key = init!.posterKeys[postCounter % init!.posterKeys.length]!;
+    const content = `read-under-writes post #${process.pid}-${postCounter++}`;
+    try {
+      const answer = await post(`${init!.base}/api/v1/posts`, JSON.stringify({ type: 'post', content }), {
+        authorization: `Bearer ${key}`,
+      });
+      const body = JSON.parse(answer.text) as { id?: string };
+      if ((answer.status === 201 || answer.status === 202) && typeof body.id === 'string') {
+        recent = [body.id, ...recent.slice(0, RECENT_POSTS - 1)];
+        record(tally, started, answer.status === 201 ? 'ok' : 'pending');
+      } else record(tally, started, `${answer.status} ${answer.text.slice(0, 120)}`);
+    } catch (error) {
+      record(tally, started, failure(error));
+    }
+  };
+
+  /** The next (post, liker) pair nobody used yet, newest posts first in turn. */
+  const pickLike = (): { postId: string; key: string } | undefined => {
+    const likers = init!.likerKeys;
+    for (let tried = 0; tried < recent.length; tried++) {
+      const postId = recent[(likeTurn + tried) % recent.length]!;
+      const index = nextLiker.get(postId) ?? 0;
+      if (index < likers.length) {
+        nextLiker.set(postId, index + 1);
+        likeTurn = (likeTurn + tried + 1) % Math.max(1, recent.length);
+        return { postId, key: likers[index]! };
+      }
+    }
+    return undefined;
+  };
+
+  const like = async (tally: KindTally) => {
+    const started = performance.now();
+    const target = pickLike();
+    if (!target) {
+      record(tally, started, 'no (post, liker) pair left to like');
+      return;
+    }
+    try {
+      const answer = await post(`${init!.base}/api/v1/posts/${target.postId}/like`, '{}', {
+        authorization: `Bearer ${target.key}`,
+      });
+      record(tally, started, answer.status === 200 ? 'ok' : `${answer.status} ${answer.text.slice(0, 120)}`);
+    } catch (error) {
+      record(tally, started, failure(error));
+    }
+  };
+
+  const track = (current: NonNullable<typeof phase>, request: Promise<void>) => {
+    current.inFlight.add(request);
+    current.inFlightMax = Math.max(current.inFlightMax, current.inFlight.size);
+    void request.finally(() => current.inFlight.delete(request));
+  };
+
+  /** Sends every request that is due, then sleeps until the next one is. */
+  const tick = () => {
+    const current = phase;
+    if (!current || current.stopped) return;
+    const now = performance.now();
+    const { postsPerSecond, likesPerSecond } = current.rates;
+    const due = (n: number, rate: number) => current.startedAt + (n * 1000) / rate;
+    const fire = (n: number, rate: number) => {
+      const lag = now - due(n, rate);
+      current.lagMaxMs = Math.max(current.lagMaxMs, lag);
+      if (lag > LATE_MS) current.lateRequests++;
+    };
+    while (postsPerSecond > 0 && due(current.posts.sent, postsPerSecond) <= now) {
+      fire(current.posts.sent, postsPerSecond);
+      current.posts.sent++;
+      track(current, pay(current.posts));
+    }
+    while (likesPerSecond > 0 && due(current.likes.sent, likesPerSecond) <= now) {
+      fire(current.likes.sent, likesPerSecond);
+      current.likes.sent++;
+      track(current, like(current.likes));
+    }
+    const next = Math.min(
+      postsPerSecond > 0 ? due(current.posts.sent, postsPerSecond) : Infinity,
+      likesPerSecond > 0 ? due(current.likes.sent, likesPerSecond) : Infinity,
+    );
+    if (next !== Infinity) current.timer = setTimeout(tick, Math.max(0, next - performance.now()));
+  };
+
+  const summary = (tally: KindTally, due: number): WriteKindResult => {
+    const sorted = [...tally.latenciesMs].sort((a, b) => a - b);
+    return {
+      due,
+      sent: tally.sent,
+      ok: tally.ok,
+      pending: tally.pending,
+      other: [...tally.other],
+      p50Ms: percentile(sorted, 50),
+      p99Ms: percentile(sorted, 99),
+    };
+  };
+
+  process.on('message', (message: ToChild) => {
+    if (message.type === 'init') {
+      init = message.init;
+      recent = message.init.recentPostIds.slice(0, RECENT_POSTS);
+      send({ type: 'ready' });
+    } else if (message.type === 'start') {
+      phase = {
+        rates: message.rates,
+        startedAt: performance.now(),
+        stopped: false,
+        posts: newKind(),
+        likes: newKind(),
+        lagMaxMs: 0,
+        lateRequests: 0,
+        inFlight: new Set(),
+        inFlightMax: 0,
+      };
+      tick();
+      send({ type: 'started' });
+    } else {
+      const current = phase;
+      if (!current) throw new Error('stop without start');
+      current.stopped = true;
+      clearTimeout(current.timer);
+      const stoppedAt = performance.now();
+      const seconds = (stoppedAt - current.startedAt) / 1000;
+      // Due: every request whose scheduled time fell inside the window (the first is due at 0).
+      const dueIn = (rate: number) => (rate > 0 ? Math.floor(seconds * rate) + 1 : 0);
+      void Promise.all(current.inFlight).then(() => {
+        phase = undefined;
+        send({
+          type: 'result',
+          result: {
+            rates: current.rates,
+            seconds,
+            posts: summary(current.posts, dueIn(current.rates.postsPerSecond)),
+            likes: summary(current.likes, dueIn(current.rates.likesPerSecond)),
+            lagMaxMs: current.lagMaxMs,
+            lateRequests: current.lateRequests,
+            inFlightMax: current.inFlightMax,
+            drainSeconds: (performance.now() - stoppedAt) / 1000,
+          },
+        });
+      });
+    }
+  });
+  process.on('disconnect', () => process.exit(0));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) runChild();

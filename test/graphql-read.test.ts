@@ -58,7 +58,7 @@ afterAll(async () => {
 
 const FEED = `query ($first: Int, $after: String, $sort: FeedSort!) {
   feed(sort: $sort, first: $first, after: $after) {
-    edges { cursor node { id type content likeCount replyCount repostCount createdAt author { handle } } }
+    edges { cursor node { id type content likeCount replyCount repostCount quoteCount createdAt author { handle } } }
     pageInfo { hasNextPage endCursor }
   }
 }`;
@@ -81,7 +81,7 @@ describe('feed', () => {
 
     const second = await h.gql(bob, FEED, { sort: 'LATEST', first: 2, after: page.pageInfo.endCursor });
     expect(second.errors).toBeUndefined();
-    expect(second.data.feed.edges[0].node).toMatchObject({ id: original, replyCount: 1 });
+    expect(second.data.feed.edges[0].node).toMatchObject({ id: original, replyCount: 1, quoteCount: 1 });
     // A middle edge's own cursor continues right after it.
     const fromMiddle = await h.gql(bob, FEED, { sort: 'LATEST', first: 1, after: page.edges[0].cursor });
     expect(fromMiddle.data.feed.edges[0].node.id).toBe(reply);
@@ -233,6 +233,8 @@ describe('user.posts', () => {
 });
 
 describe('SQL per page', () => {
+  const FULL_SELECTION =
+    'id likeCount replyCount repostCount viewerHasLiked author { handle displayName } parent { id }';
   test('feed(LATEST) with authors, counts, viewerHasLiked and parent costs the same for 5 and 50 posts', async () => {
     let statements = 0;
     const counted = new Kysely<Database>({
@@ -246,7 +248,7 @@ describe('SQL per page', () => {
     try {
       server = await buildServer({ ...h.env.app, db: counted });
       const base = await server.listen({ port: 0, host: '127.0.0.1' });
-      const countFor = async (first: number) => {
+      const countFor = async (first: number, selection = FULL_SELECTION) => {
         // Newest first: a reply among the newest posts, so both pages load a parent.
         const newest = await restPost(bob, {
           type: 'reply',
@@ -258,9 +260,7 @@ describe('SQL per page', () => {
           method: 'POST',
           headers: { authorization: `Bearer ${alice.key}`, 'content-type': 'application/json' },
           body: JSON.stringify({
-            query: `query ($first: Int) { feed(sort: LATEST, first: $first) { edges { node {
-              id likeCount replyCount repostCount viewerHasLiked author { handle displayName } parent { id }
-            } } } }`,
+            query: `query ($first: Int) { feed(sort: LATEST, first: $first) { edges { node { ${selection} } } } }`,
             variables: { first },
           }),
         });
@@ -268,14 +268,22 @@ describe('SQL per page', () => {
         expect(body.errors).toBeUndefined();
         const nodes = nodesOf(body.data.feed);
         expect(nodes).toHaveLength(first);
-        expect(nodes[0]).toMatchObject({ id: newest, parent: { id: original } });
+        expect(nodes[0]).toMatchObject({ id: newest });
+        if (selection === FULL_SELECTION) expect(nodes[0]).toMatchObject({ parent: { id: original } });
         return statements;
       };
       const small = await countFor(5);
       const large = await countFor(50);
-      // Page, counts, authors, likes, parents (posts + their counts).
-      expect(small).toBe(6);
+      // The page (authors and counts in it), the viewer's likes, the parents (one statement, as a
+      // page). The authors the page read are not read again.
+      expect(small).toBe(3);
       expect(large).toBe(small);
+      // The issue's feed query: the page alone. An author field the page did not read (bio) loads
+      // the accounts, once for the page.
+      const pageOnly =
+        'id content type createdAt likeCount replyCount repostCount author { handle displayName }';
+      expect(await countFor(20, pageOnly)).toBe(1);
+      expect(await countFor(20, 'id author { handle bio }')).toBe(2);
     } finally {
       await server?.close();
       await counted.destroy();

@@ -30,6 +30,7 @@ PostRef.implement({
     likeCount: t.exposeInt('likeCount'),
     replyCount: t.exposeInt('replyCount', { description: 'Replies whose payment did not fail.' }),
     repostCount: t.exposeInt('repostCount', { description: 'Reposts whose payment did not fail.' }),
+    quoteCount: t.exposeInt('quoteCount', { description: 'Quotes whose payment did not fail.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     parent: t.field({
       type: PostRef,

@@ -57,11 +57,12 @@ export async function setLike(
   return change;
 }
 
+/** The post's stored like count, as this transaction's like or unlike left it (a trigger keeps it). */
 async function likeCount(trx: Transaction<Database>, postId: string): Promise<number> {
-  const { count } = await trx
-    .selectFrom('likes')
-    .select((eb) => eb.fn.countAll<bigint>().as('count'))
-    .where('post_id', '=', postId)
+  const { like_count } = await trx
+    .selectFrom('posts')
+    .select('like_count')
+    .where('id', '=', postId)
     .executeTakeFirstOrThrow();
-  return Number(count);
+  return like_count;
 }

@@ -11,7 +11,8 @@
  *
  * Every route (REST latest, REST trending, GraphQL feed LATEST, 20 items) is measured with 50
  * connections (autocannon in a child process) for BENCH_SECONDS, right after a plain node:http
- * server answering the very bytes the route answered just before, with the same client settings:
+ * server answering the very bytes the route answered just before, with the same client settings
+ * and the same requests:
  *
  *   1. caches on, nothing written (compare with bench:feed; its targets apply);
  *   2. while the writer pays BENCH_LOW_POSTS posts/s and likes BENCH_LOW_LIKES posts/s
@@ -26,7 +27,9 @@
  * reads with the rate it achieved. A writer that fell behind its schedule (more than 1 s late, or
  * under 95% of the rate answered 2xx) says so and the phase fails: its reads were not measured at
  * the stated load. The plain server is measured with nothing written, the machine's ceiling. Between
- * measurements the payments backlog settles (no outbox row left unsent). A missed target exits 1.
+ * measurements the payments backlog settles (no outbox row left unsent). First, not counted, each
+ * route is read for BENCH_WARMUP_SECONDS while the writer runs at the low rate. A missed target
+ * exits 1.
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -88,7 +91,7 @@ function readSettings() {
     posters: intSetting('BENCH_POSTERS', 40, 1),
     likers: intSetting('BENCH_LIKERS', 200, 1),
     leadMs: intSetting('BENCH_LEAD_MS', 1_000, 0),
-    warmupSeconds: intSetting('BENCH_WARMUP_SECONDS', 5, 0),
+    warmupSeconds: intSetting('BENCH_WARMUP_SECONDS', 3, 0),
     low: {
       postsPerSecond: intSetting('BENCH_LOW_POSTS', 20, 0),
       likesPerSecond: intSetting('BENCH_LOW_LIKES', 100, 0),
@@ -227,8 +230,7 @@ async function main(): Promise<number> {
     // Warm-up (not counted): the write path and the reads run hot before anything is measured.
     if (settings.warmupSeconds > 0) {
       await writer.start(settings.low);
-      for (const route of routes)
-        await load(route.url, Math.max(1, Math.round(settings.warmupSeconds / routes.length)), route.options);
+      for (const route of routes) await load(route.url, settings.warmupSeconds, route.options);
       await writer.stop();
     }
     const warm = await settle(service);
@@ -255,7 +257,8 @@ async function main(): Promise<number> {
         if (status !== 200)
           throw new Error(`${route.name} answered ${status}: ${bytes.toString().slice(0, 500)}`);
         const plain = await plainServer(bytes);
-        const ceiling = await load(plain.url, settings.seconds);
+        // The same requests (method, headers, body) as the route gets: the same client work.
+        const ceiling = await load(plain.url, settings.seconds, route.options);
         await plain.close();
 
         const cpuAtStart = cpuTimes();

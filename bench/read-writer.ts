@@ -331,9 +331,13 @@ function runChild(): void {
     } else {
       const current = phase;
       if (!current) throw new Error('stop without start');
+      const stoppedAt = performance.now();
+      // Whatever fell due up to now goes out now (late, if the timer had not fired yet: the lag
+      // shows it), so every request scheduled inside the window is sent.
+      clearTimeout(current.timer);
+      tick();
       current.stopped = true;
       clearTimeout(current.timer);
-      const stoppedAt = performance.now();
       const seconds = (stoppedAt - current.startedAt) / 1000;
       // Due: every request whose scheduled time fell inside the window (the first is due at 0).
       const dueIn = (rate: number) => (rate > 0 ? Math.floor(seconds * rate) + 1 : 0);

@@ -117,9 +117,10 @@ describe('counters after a mixed run of writes through the API', () => {
   let p3: string;
 
   beforeAll(async () => {
-    [ann, ben, cat, dan, eve] = await Promise.all(
+    const members = await Promise.all(
       ['sc_ann', 'sc_ben', 'sc_cat', 'sc_dan', 'sc_eve'].map((handle) => h.member(handle, 20_000_000n)),
     );
+    [ann, ben, cat, dan, eve] = members as [Member, Member, Member, Member, Member];
   });
 
   test('posts, replies, quotes, reposts, likes, unlikes, follows and unfollows move every counter', async () => {

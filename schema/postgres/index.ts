@@ -16,6 +16,7 @@ import * as swaps from './2026_11_22_d_swaps.js';
 import * as recordMovementFunction from './2026_11_22_e_record_movement_function.js';
 import * as releasedHandles from './2026_11_24_e_released_handles.js';
 import * as storedCounters from './2026_11_24_f_stored_counters.js';
+import * as idempotencyLeases from './2026_11_24_g_idempotency_leases.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -41,4 +42,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_22_e_record_movement_function': recordMovementFunction,
   '2026_11_24_e_released_handles': releasedHandles,
   '2026_11_24_f_stored_counters': storedCounters,
+  '2026_11_24_g_idempotency_leases': idempotencyLeases,
 };

@@ -200,6 +200,13 @@ export interface IdempotencyKeysTable {
   response_status: number | null;
   response_body: string | null;
   created_at: ColumnType<Date, Date | undefined, never>;
+  /** The request working on the key (a random token per request); a repeat may take it over. */
+  owner: ColumnType<string, string | undefined, string>;
+  /** Until when the owner is presumed alive: it renews this while it works. */
+  lease_until: ColumnType<Date, Date | undefined, Date>;
+  /** What the owner's paid write created, recorded in the statement that moved the money. */
+  resource_kind: 'post' | 'repost' | 'send' | 'swap' | null;
+  resource_id: string | null;
 }
 
 export interface PlatformWalletsTable {

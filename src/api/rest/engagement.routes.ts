@@ -60,7 +60,12 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
       },
     },
     async (request, reply) => {
-      const created = await repostPost(deps, request.viewer!.accountId, request.params.id);
+      const created = await repostPost(
+        deps,
+        request.viewer!.accountId,
+        request.params.id,
+        request.idempotency,
+      );
       const { settled, swapTx } = await awaitPayment(deps, created);
       await postCountsChanged(deps, created.repostOf);
       return reply.status(settled === 'pending' ? 202 : 201).send({

@@ -1,7 +1,19 @@
-import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { sql } from 'kysely';
-import { IDEMPOTENCY_KEY_TTL_HOURS } from '../../app/write-path/idempotency-keys.js';
+import { createHash, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import {
+  claimKey,
+  readKey,
+  releaseAfterFailure,
+  renewLease,
+  storeAnswer,
+  takeOverKey,
+} from '../../adapters/postgres/idempotency.repository.js';
+import {
+  IDEMPOTENCY_KEY_TTL_HOURS,
+  idempotencyLeaseMs,
+  type IdempotencyClaim,
+} from '../../app/write-path/idempotency-keys.js';
 import { AppError } from '../../domain/errors.js';
 import type { ApiDeps } from '../api-deps.js';
 
@@ -11,27 +23,45 @@ declare module 'fastify' {
     idempotent?: boolean;
   }
   interface FastifyRequest {
-    /** The key this request owns (first of its kind): its answer is stored on send. */
-    idempotencyKey?: string;
+    /**
+     * The key this request owns (the first with it, or a repeat that took a dead request's key
+     * over): routes pass it to their use case, whose commit records what it created on the key.
+     */
+    idempotency?: IdempotencyClaim;
   }
 }
 
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
 const POLL_MS = 50;
+/** Lease renewals of the requests this process owns keys for, by request. */
+const renewals = new WeakMap<FastifyRequest, NodeJS.Timeout>();
 
 /**
  * Stripe's semantics for `Idempotency-Key` on money-moving POSTs, per account: the first request
  * with a key is recorded as in flight before any work; a repeat with the same method, path and
  * body gets the first answer (waiting while the first is still in flight), marked
- * `Idempotent-Replayed: true`; a repeat with another body is 422. A 5xx answer is not kept, so
- * the client may retry the same key. Without the header nothing changes.
+ * `Idempotent-Replayed: true`; a repeat with another body is 422. Without the header nothing
+ * changes.
  *
- * That last rule is safe only because a 5xx always means nothing was charged: once a paid write's
- * money move has committed, the route answers 201 or 202 `pending` whatever fails after it
- * (awaitPayment), and that answer is kept like any other. Keys older than the TTL are reused here
- * and purged by the worker role (workers/idempotency-purge.loop.ts).
+ * A request owns its key's row by a random token and a lease (WRITE_TIMEOUT_MS + 5 s, renewed
+ * every third of that while it works). A paid write's commit records the resource it created on
+ * the row in the same statement, and only while its token still owns the row. A repeat that finds
+ * the row unanswered with its lease run out (the owner's process died) takes it over in one
+ * statement: if the dead owner's commit recorded a resource, the repeat answers with it, as the
+ * route renders it (202 pending or 201), without charging again; if none was recorded, nothing was
+ * charged and the repeat runs the request as the new owner. The dead owner's commit, should it
+ * still arrive, fails (409) and commits nothing. A repeat waits for a live owner up to one lease
+ * and then answers 409 `in progress`.
+ *
+ * A 5xx answer is not kept: the row is deleted when no resource was recorded (nothing was charged;
+ * once a paid write's money move has committed, the route answers 201 or 202 `pending` whatever
+ * fails after it, see awaitPayment), and otherwise its lease ends so the next repeat answers from
+ * the resource. Keys older than the TTL are reused here and purged by the worker role
+ * (workers/idempotency-purge.loop.ts).
  */
 export function registerIdempotency(api: FastifyInstance, deps: ApiDeps): void {
+  const leaseMs = idempotencyLeaseMs(deps.writeTimeoutMs);
+
   api.addHook('preHandler', async (request, reply) => {
     if (!request.routeOptions.config.idempotent || !request.viewer) return;
     const header = request.headers['idempotency-key'];
@@ -41,83 +71,100 @@ export function registerIdempotency(api: FastifyInstance, deps: ApiDeps): void {
       throw new AppError('invalid_request', 'Idempotency-Key must be 1-255 visible ASCII characters');
     }
     const accountId = request.viewer.accountId;
-    const requestHash = createHash('sha256')
-      .update(
-        `${request.method} ${request.routeOptions.url ?? ''} ${request.url} ${JSON.stringify(request.body ?? null)}`,
-      )
-      .digest('hex');
+    const requestHash = idempotencyRequestHash(
+      request.method,
+      request.routeOptions.url ?? '',
+      request.url,
+      request.body,
+    );
+    const claim: IdempotencyClaim = { accountId, key, owner: randomUUID() };
 
-    // Expired keys make room for reuse; then the insert decides who owns the key.
-    await deps.db
-      .deleteFrom('idempotency_keys')
-      .where('account_id', '=', accountId)
-      .where('key', '=', key)
-      .where('created_at', '<', sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})`)
-      .execute();
-    const owned = await deps.db
-      .insertInto('idempotency_keys')
-      .values({ account_id: accountId, key, request_hash: requestHash })
-      .onConflict((oc) => oc.columns(['account_id', 'key']).doNothing())
-      .returning('key')
-      .executeTakeFirst();
-    if (owned) {
-      request.idempotencyKey = key;
-      return;
+    // Long enough to see a dead owner's lease, renewed just before it died, run out.
+    const deadline = Date.now() + leaseMs + 1_000;
+    for (;;) {
+      if (await claimKey(deps.db, claim, requestHash, { leaseMs, ttlHours: IDEMPOTENCY_KEY_TTL_HOURS })) {
+        return own(request, claim);
+      }
+      const row = await readKey(deps.db, accountId, key);
+      if (!row) continue; // the first answered 5xx meanwhile: the key is free again
+      if (row.requestHash !== requestHash) {
+        throw new AppError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was used with a different request',
+        );
+      }
+      if (row.responseStatus !== null) {
+        return reply
+          .status(row.responseStatus)
+          .header('content-type', 'application/json; charset=utf-8')
+          .header('idempotent-replayed', 'true')
+          .send(row.responseBody);
+      }
+      if (row.expired) {
+        const taken = await takeOverKey(deps.db, claim, row.owner, leaseMs);
+        if (taken) {
+          request.log.warn(
+            { idempotencyKey: key, resumed: taken.resource ?? null },
+            'took over an Idempotency-Key whose owner stopped renewing its lease',
+          );
+          return own(request, { ...claim, resume: taken.resource });
+        }
+        continue; // renewed, answered or taken by another repeat meanwhile: look again
+      }
+      if (Date.now() > deadline) {
+        throw new AppError(
+          'conflict',
+          'A request with this Idempotency-Key is still in progress; retry later',
+        );
+      }
+      await sleep(POLL_MS);
     }
-    return replay(deps, reply, accountId, key, requestHash);
   });
 
+  function own(request: FastifyRequest, claim: IdempotencyClaim): void {
+    request.idempotency = claim;
+    const timer = setInterval(() => {
+      renewLease(deps.db, claim, leaseMs).then(
+        (owned) => {
+          if (!owned) stopRenewing(request); // answered, or taken over: nothing left to hold
+        },
+        (error: unknown) => request.log.warn({ err: error }, 'Idempotency-Key lease not renewed'),
+      );
+    }, leaseMs / 3);
+    timer.unref();
+    renewals.set(request, timer);
+  }
+
   api.addHook('onSend', async (request, reply, payload) => {
-    const key = request.idempotencyKey;
-    if (!key || !request.viewer) return payload;
-    const accountId = request.viewer.accountId;
+    const claim = request.idempotency;
+    if (!claim) return payload;
+    stopRenewing(request);
     if (reply.statusCode >= 500) {
-      await deps.db
-        .deleteFrom('idempotency_keys')
-        .where('account_id', '=', accountId)
-        .where('key', '=', key)
-        .execute();
+      await releaseAfterFailure(deps.db, claim);
       return payload;
     }
-    await deps.db
-      .updateTable('idempotency_keys')
-      .set({ response_status: reply.statusCode, response_body: typeof payload === 'string' ? payload : null })
-      .where('account_id', '=', accountId)
-      .where('key', '=', key)
-      .execute();
+    // A resumed request answers what the dead one would have: the request did not run again.
+    if (claim.resume) reply.header('idempotent-replayed', 'true');
+    await storeAnswer(deps.db, claim, reply.statusCode, typeof payload === 'string' ? payload : null);
     return payload;
+  });
+  // A request that ends without an answer sent (connection closed) stops renewing too.
+  api.addHook('onResponse', (request, _reply, done) => {
+    stopRenewing(request);
+    done();
   });
 }
 
-async function replay(
-  deps: ApiDeps,
-  reply: FastifyReply,
-  accountId: string,
-  key: string,
-  requestHash: string,
-) {
-  const deadline = Date.now() + deps.writeTimeoutMs + 5_000;
-  for (;;) {
-    const row = await deps.db
-      .selectFrom('idempotency_keys')
-      .select(['request_hash', 'response_status', 'response_body'])
-      .where('account_id', '=', accountId)
-      .where('key', '=', key)
-      .executeTakeFirst();
-    if (!row) throw new AppError('conflict', 'The first request with this Idempotency-Key failed; retry it');
-    if (row.request_hash !== requestHash) {
-      throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used with a different request');
-    }
-    if (row.response_status !== null) {
-      return reply
-        .status(row.response_status)
-        .header('content-type', 'application/json; charset=utf-8')
-        .header('idempotent-replayed', 'true')
-        .send(row.response_body);
-    }
-    if (Date.now() > deadline) {
-      throw new AppError('conflict', 'A request with this Idempotency-Key is still in progress; retry later');
-    }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
+/** What a repeat must match to share a key: method, route, URL and parsed body. */
+export function idempotencyRequestHash(method: string, route: string, url: string, body: unknown): string {
+  return createHash('sha256')
+    .update(`${method} ${route} ${url} ${JSON.stringify(body ?? null)}`)
+    .digest('hex');
+}
+
+function stopRenewing(request: FastifyRequest): void {
+  const timer = renewals.get(request);
+  if (timer === undefined) return;
+  clearInterval(timer);
+  renewals.delete(request);
 }

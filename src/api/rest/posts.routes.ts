@@ -65,7 +65,7 @@ export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
     },
     async (request, reply) => {
       const viewer = request.viewer!;
-      const created = await createPaidPost(deps, viewer.accountId, request.body);
+      const created = await createPaidPost(deps, viewer.accountId, request.body, request.idempotency);
       const { settled, swapTx } = await awaitPayment(deps, created);
       await postWritten(deps, created);
       return reply.status(settled === 'pending' ? 202 : 201).send({

@@ -66,7 +66,7 @@ export function registerSendRoutes(api: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request, reply) => {
-      const created = await sendUsdc(deps, request.viewer!.accountId, request.body);
+      const created = await sendUsdc(deps, request.viewer!.accountId, request.body, request.idempotency);
       const { settled, swapTx } = await awaitPayment(deps, created);
       return reply.status(settled === 'pending' ? 202 : 201).send({
         id: created.id,

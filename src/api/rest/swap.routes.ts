@@ -121,7 +121,7 @@ export function registerSwapRoutes(api: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request, reply) => {
-      const swap = await swapToUsdc(deps, request.viewer!.accountId, request.body);
+      const swap = await swapToUsdc(deps, request.viewer!.accountId, request.body, request.idempotency);
       return reply.status(swap.settled === 'pending' ? 202 : 201).send({
         amount_usdc: usd(swap.quote.amountUsdcMicro),
         swap_tx: swap.swapTx,

@@ -8,8 +8,11 @@ import { quoteSellNative, type SwapQuote } from '../../domain/swap/constant-prod
 import { swapLegs } from '../../domain/swap/swap-legs.js';
 import { parseAmountTokens, validateSwapDraft } from '../../domain/swap/swap-rules.js';
 import { awaitPayment, type AwaitedPayment, type AwaitPaymentDeps } from '../write-path/await-payment.js';
+import { resumedId, type IdempotencyClaim } from '../write-path/idempotency-keys.js';
 import {
   commitPaidWrite,
+  committedPayment,
+  keyedWrite,
   signTransfer,
   walletSigner,
   type SignedPayment,
@@ -59,12 +62,20 @@ export async function quoteSwap(
  *
  * The USDC received is credited as held (`pending`) until the transaction confirms, like every
  * other credit; the native tokens leave the user's balance at once (a conditional debit).
+ *
+ * `idempotency` (REST's Idempotency-Key): the commit records the swap on the key, or fails with
+ * 409 if a retry took the key over; resuming a dead request's key awaits and answers with the swap
+ * its commit recorded (no lock: nothing is priced again).
  */
 export async function swapToUsdc(
   deps: AwaitPaymentDeps,
   accountId: string,
   body: unknown,
+  idempotency?: IdempotencyClaim,
 ): Promise<SwapResult> {
+  const resumed = resumedId(idempotency, 'swap');
+  const committedBefore = resumed ? await committedSwap(deps, resumed) : undefined;
+  if (committedBefore) return committedBefore;
   const draft = validateSwapDraft(body);
   const platform = await deps.bootstrapChain();
   const user = await walletSigner(deps.db, deps.keystore, accountId);
@@ -128,6 +139,7 @@ export async function swapToUsdc(
           fee_tokens: quote.feeTokens.toString(),
         }),
       },
+      idempotency: keyedWrite(idempotency, 'swap', swapId),
     });
     // Waits for 'sent' (executed) up to WRITE_TIMEOUT_MS. Past it the lock is released anyway:
     // the next swap's previousSwapsExecuted() waits for this row before reading reserves.
@@ -136,6 +148,27 @@ export async function swapToUsdc(
     committed = { id: swapId, quote, chainTransactionId, settled: awaited.settled, swapTx: awaited.swapTx };
     return committed;
   }
+}
+
+/**
+ * The swap a dead request committed under the key being resumed, awaited as swapToUsdc awaits a
+ * new one; undefined when its payment failed on chain and was reversed (nothing stayed moved:
+ * swap anew). The quote is priced again from the reserves the row kept: the same numbers.
+ */
+async function committedSwap(deps: AwaitPaymentDeps, swapId: string): Promise<SwapResult | undefined> {
+  const swap = await deps.db
+    .selectFrom('swaps')
+    .select(['id', 'amount_tokens', 'reserve_native_before', 'reserve_usdc_before', 'movement_id'])
+    .where('id', '=', swapId)
+    .executeTakeFirstOrThrow();
+  const payment = await committedPayment(deps.db, swap.movement_id);
+  if (payment.failed) return undefined;
+  const quote = quoteSellNative(
+    { nativeUnits: swap.reserve_native_before, usdcMicro: swap.reserve_usdc_before },
+    swap.amount_tokens,
+  );
+  const awaited = await awaitPayment(deps, payment);
+  return { id: swap.id, quote, chainTransactionId: payment.chainTransactionId, ...awaited };
 }
 
 function quoteOrRefuse(

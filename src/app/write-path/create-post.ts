@@ -12,7 +12,14 @@ import {
 } from '../change-signals.js';
 import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
 import { validatePostDraft, type PostType } from '../../domain/posts/post-rules.js';
-import { commitPaidWrite, signUsdcPayment, walletSigner } from './payment-transaction.js';
+import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
+import {
+  commitPaidWrite,
+  committedPayment,
+  keyedWrite,
+  signUsdcPayment,
+  walletSigner,
+} from './payment-transaction.js';
 
 export interface WritePathDeps {
   db: Db;
@@ -43,12 +50,20 @@ export interface CreatedPost {
  * the author at once: a conditional debit, so concurrent posts cannot overspend), the post, the
  * signed Solana transaction in the outbox and the domain event. Nothing is sent here: the payments
  * worker sends from the outbox, so a crash after this commit loses nothing and charges once.
+ *
+ * `idempotency`: the request's Idempotency-Key (REST): the commit records the post on the key, or
+ * fails with 409 if a retry took the key over; resuming a dead request's key answers with the post
+ * its commit recorded.
  */
 export async function createPaidPost(
   deps: WritePathDeps,
   authorId: string,
   body: unknown,
+  idempotency?: IdempotencyClaim,
 ): Promise<CreatedPost> {
+  const resumed = resumedId(idempotency, 'post');
+  const committed = resumed ? await committedPost(deps, resumed) : undefined;
+  if (committed) return committed;
   const draft = validatePostDraft(body);
   let referenceAuthor: { id: string; wallet: string } | undefined;
   if (draft.referenceId) {
@@ -106,12 +121,9 @@ export async function createPaidPost(
       // The post replied to or quoted: analytics count the engagement on it.
       ...(draft.referenceId ? { payload: JSON.stringify({ target_post_id: draft.referenceId }) } : {}),
     },
+    idempotency: keyedWrite(idempotency, 'post', postId),
   });
-  // Shown from now on (pending posts are shown): the first latest page, the author's timeline and
-  // post count, and the count of the post replied to or quoted.
-  const changed: ChangeKey[] = ['latest', accountCountsKey(authorId), timelineKey(authorId)];
-  if (draft.referenceId) changed.push(postKey(draft.referenceId));
-  deps.changes.changed(...changed);
+  postShown(deps, authorId, draft.referenceId ?? null);
   return {
     id: postId,
     type: draft.type,
@@ -122,5 +134,52 @@ export async function createPaidPost(
     costMicro: cost,
     chainTransactionId,
     swapTx: payment.signature,
+  };
+}
+
+/**
+ * Shown from now on (pending posts are shown): the first latest page, the author's timeline and
+ * post count, and the count of the post replied to or quoted.
+ */
+function postShown(deps: WritePathDeps, authorId: string, referenceId: string | null): void {
+  const changed: ChangeKey[] = ['latest', accountCountsKey(authorId), timelineKey(authorId)];
+  if (referenceId) changed.push(postKey(referenceId));
+  deps.changes.changed(...changed);
+}
+
+/**
+ * The post a dead request committed under the key being resumed, as createPaidPost returned it;
+ * undefined when its payment failed on chain and was reversed (nothing stayed charged: write anew).
+ * Its change signals go again: the request may have died before sending them.
+ */
+async function committedPost(deps: WritePathDeps, postId: string): Promise<CreatedPost | undefined> {
+  const post = await deps.db
+    .selectFrom('posts')
+    .select([
+      'id',
+      'type',
+      'content',
+      'author_id',
+      'parent_id',
+      'quoted_post_id',
+      'created_at',
+      'movement_id',
+    ])
+    .where('id', '=', postId)
+    .executeTakeFirstOrThrow();
+  const payment = await committedPayment(deps.db, post.movement_id);
+  if (payment.failed) return undefined;
+  const referenceId = post.parent_id ?? post.quoted_post_id;
+  postShown(deps, post.author_id, referenceId);
+  return {
+    id: post.id,
+    type: post.type,
+    content: post.content,
+    authorId: post.author_id,
+    referenceId,
+    createdAt: post.created_at,
+    costMicro: payment.debitMicro,
+    chainTransactionId: payment.chainTransactionId,
+    swapTx: payment.swapTx,
   };
 }

@@ -20,6 +20,12 @@ import {
 } from 'kysely';
 import type { Database, DomainEventsTable } from '../../adapters/postgres/database.js';
 import type { Db } from '../../adapters/postgres/db.js';
+import {
+  recordResourceCall,
+  takenOverRefusal,
+  type KeyOwner,
+  type RecordedResource,
+} from '../../adapters/postgres/idempotency.repository.js';
 import { ledgerRefusal, movementCall } from '../../adapters/postgres/ledger.repository.js';
 import type { MovementInput } from '../../domain/ledger/ledger.service.js';
 
@@ -161,23 +167,52 @@ function outboxRow(movementId: string | RawBuilder<string>, payment: SignedPayme
 }
 
 /**
- * Puts a signed payment in the outbox together with its domain event, inside the caller's
- * transaction (the one that also writes the ledger movement and the domain row), in one statement,
- * and returns the outbox row id the worker settles.
+ * A paid write made under an Idempotency-Key: the request's claim on the key and the resource the
+ * write creates, recorded on the key's row by the statement that commits the money move, and only
+ * while the claim still owns the row (else the statement fails: 409, nothing committed).
+ */
+export interface KeyedWrite {
+  claim: KeyOwner;
+  resource: RecordedResource;
+}
+
+/**
+ * Puts a signed payment in the outbox together with its domain event (and, for a keyed write, its
+ * resource on the key's row), inside the caller's transaction (the one that also writes the ledger
+ * movement and the domain row), in one statement, and returns the outbox row id the worker settles.
  */
 export async function insertOutboxPayment(
   trx: DbTransaction<Database>,
   movementId: string,
   payment: SignedPayment,
   event: Insertable<DomainEventsTable>,
+  idempotency?: KeyedWrite,
 ): Promise<string> {
-  const row = await trx
-    .with('event', (db) => db.insertInto('domain_events').values(event).returning('id'))
-    .insertInto('chain_transactions')
-    .values(outboxRow(movementId, payment))
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return row.id;
+  const withEvent = trx.with('event', (db) => db.insertInto('domain_events').values(event).returning('id'));
+  if (!idempotency) {
+    const row = await withEvent
+      .insertInto('chain_transactions')
+      .values(outboxRow(movementId, payment))
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return row.id;
+  }
+  try {
+    const row = await withEvent
+      .with(
+        (cte) => cte('recorded').materialized(),
+        (qc) =>
+          qc.selectNoFrom(recordResourceCall(idempotency.claim, idempotency.resource).as('resource_id')),
+      )
+      .insertInto('chain_transactions')
+      .values(outboxRow(movementId, payment))
+      // Returning it is what runs the recording call (an unreferenced SELECT CTE is skipped).
+      .returning(['id', sql<string>`(SELECT resource_id FROM recorded)`.as('recorded')])
+      .executeTakeFirstOrThrow();
+    return row.id;
+  } catch (error) {
+    throw takenOverRefusal(error) ?? error;
+  }
 }
 
 export interface PaidWrite {
@@ -186,6 +221,8 @@ export interface PaidWrite {
   row: (movementId: RawBuilder<string>) => OperationNodeSource;
   payment: SignedPayment;
   event: Insertable<DomainEventsTable>;
+  /** Set when the write runs under an Idempotency-Key: its resource is recorded on the key's row. */
+  idempotency?: KeyedWrite | undefined;
 }
 
 /**
@@ -194,6 +231,11 @@ export interface PaidWrite {
  * and the domain event. One statement is one transaction: all of it commits or none does, in one
  * round trip that holds a pooled connection (and the payer's balance row lock) only while Postgres
  * works. Returns the outbox row id the worker settles and what the row's INSERT returned.
+ *
+ * Under an Idempotency-Key the same statement records the write's resource on the key's row, if
+ * the request still owns it (no extra round trip; none of this without a key). A write whose key
+ * a retry took over (its lease ran out) commits nothing and fails with 409; a repeat that takes a
+ * key over therefore finds either the resource, or the certainty that nothing was charged.
  */
 export async function commitPaidWrite<Row>(
   db: Db,
@@ -201,16 +243,71 @@ export async function commitPaidWrite<Row>(
 ): Promise<{ chainTransactionId: string; row: Row }> {
   // Every part reads the id from the materialized CTE: the function runs exactly once.
   const movementId = sql<string>`(SELECT movement_id FROM movement)`;
+  const keyed = write.idempotency;
+  // Selected by the final SELECT, which is what runs it (an unreferenced SELECT CTE is skipped).
+  const recorded = keyed
+    ? sql`, recorded AS MATERIALIZED (SELECT ${recordResourceCall(keyed.claim, keyed.resource)} AS resource_id)`
+    : sql``;
+  const recordedColumn = keyed ? sql`, (SELECT resource_id FROM recorded) AS idempotency_resource_id` : sql``;
   try {
-    const { rows } = await sql<Row & { chain_transaction_id: string }>`
+    const { rows } = await sql<Row & { chain_transaction_id: string; idempotency_resource_id?: string }>`
       WITH movement AS MATERIALIZED (SELECT movement_id FROM ${movementCall(write.movement)}),
            domain_row AS (${write.row(movementId)}),
            event AS (${db.insertInto('domain_events').values(write.event)}),
-           outbox AS (${db.insertInto('chain_transactions').values(outboxRow(movementId, write.payment)).returning('id')})
-      SELECT domain_row.*, (SELECT id FROM outbox) AS chain_transaction_id FROM domain_row`.execute(db);
-    const { chain_transaction_id: chainTransactionId, ...row } = rows[0]!;
+           outbox AS (${db.insertInto('chain_transactions').values(outboxRow(movementId, write.payment)).returning('id')})${recorded}
+      SELECT domain_row.*, (SELECT id FROM outbox) AS chain_transaction_id${recordedColumn} FROM domain_row`.execute(
+      db,
+    );
+    const { chain_transaction_id: chainTransactionId, idempotency_resource_id: _recorded, ...row } = rows[0]!;
     return { chainTransactionId, row: row as Row };
   } catch (error) {
-    throw ledgerRefusal(error) ?? error;
+    throw ledgerRefusal(error) ?? takenOverRefusal(error) ?? error;
   }
+}
+
+/** The keyed form of a write creating `kind` `id`, when it runs under an Idempotency-Key. */
+export function keyedWrite(
+  claim: KeyOwner | undefined,
+  kind: RecordedResource['kind'],
+  id: string,
+): KeyedWrite | undefined {
+  return (
+    claim && {
+      claim: { accountId: claim.accountId, key: claim.key, owner: claim.owner },
+      resource: { kind, id },
+    }
+  );
+}
+
+/** What a committed paid write's payment looks like now, read back to answer a resumed request. */
+export interface CommittedPaymentState {
+  chainTransactionId: string;
+  /** The current signature (a re-sign after blockhash expiry changes it). */
+  swapTx: string;
+  /** Failed on chain and reversed: nothing stayed charged. */
+  failed: boolean;
+  /** The payer's debit in the movement (its one negative leg: post, repost, send), positive. */
+  debitMicro: bigint;
+}
+
+/** The outbox row and debit of the movement `movementId` (see CommittedPaymentState). */
+export async function committedPayment(db: Db, movementId: string): Promise<CommittedPaymentState> {
+  const row = await db
+    .selectFrom('chain_transactions')
+    .select([
+      'id',
+      'signature',
+      'status',
+      sql<string>`(SELECT -min(amount) FROM ledger_legs WHERE movement_id = chain_transactions.movement_id)`.as(
+        'debit',
+      ),
+    ])
+    .where('movement_id', '=', movementId)
+    .executeTakeFirstOrThrow();
+  return {
+    chainTransactionId: row.id,
+    swapTx: row.signature,
+    failed: row.status === 'failed',
+    debitMicro: BigInt(row.debit),
+  };
 }

@@ -7,7 +7,14 @@ import { paidEngagementLegs, type Leg } from '../../domain/ledger/ledger.js';
 import { alreadyReposted, parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
 import { postKey, timelineKey } from '../change-signals.js';
 import type { WritePathDeps } from './create-post.js';
-import { signUsdcPayment, walletSigner, insertOutboxPayment } from './payment-transaction.js';
+import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
+import {
+  committedPayment,
+  insertOutboxPayment,
+  keyedWrite,
+  signUsdcPayment,
+  walletSigner,
+} from './payment-transaction.js';
 
 export interface CreatedRepost {
   id: string;
@@ -32,12 +39,18 @@ const UNIQUE_VIOLATION = '23505';
  * requests both pass that check, and the UNIQUE constraint fails the later commit, whose
  * movement and outbox row roll back with it (no money moves, nothing is ever sent). A repost
  * whose payment failed on chain (refunded by the worker) does not count: it may be tried again.
+ *
+ * `idempotency` (REST's Idempotency-Key): as for a paid post (createPaidPost).
  */
 export async function repostPost(
   deps: WritePathDeps,
   reposterId: string,
   rawPostId: unknown,
+  idempotency?: IdempotencyClaim,
 ): Promise<CreatedRepost> {
+  const resumed = resumedId(idempotency, 'repost');
+  const committed = resumed ? await committedRepost(deps, resumed) : undefined;
+  if (committed) return committed;
   const postId = parsePostId(rawPostId);
   const original = await deps.db
     .selectFrom('posts')
@@ -73,13 +86,19 @@ export async function repostPost(
         .insertInto('reposts')
         .values({ id: repostId, reposter_id: reposterId, post_id: postId, movement_id: movementId })
         .execute();
-      const chainTxId = await insertOutboxPayment(trx, movementId, payment, {
-        type: 'post.reposted',
-        actor_id: reposterId,
-        post_id: postId,
-        amount_micro: cost,
-        payload: JSON.stringify({ repost_id: repostId }),
-      });
+      const chainTxId = await insertOutboxPayment(
+        trx,
+        movementId,
+        payment,
+        {
+          type: 'post.reposted',
+          actor_id: reposterId,
+          post_id: postId,
+          amount_micro: cost,
+          payload: JSON.stringify({ repost_id: repostId }),
+        },
+        keyedWrite(idempotency, 'repost', repostId),
+      );
       return {
         id: repostId,
         repostOf: postId,
@@ -98,6 +117,31 @@ export async function repostPost(
     }
     throw error;
   }
+}
+
+/**
+ * The repost a dead request committed under the key being resumed, as repostPost returned it;
+ * undefined when its payment failed on chain and was reversed (or a later attempt replaced it):
+ * nothing stayed charged, write anew. Its change signals go again (the request may have died
+ * before sending them).
+ */
+async function committedRepost(deps: WritePathDeps, repostId: string): Promise<CreatedRepost | undefined> {
+  const repost = await deps.db
+    .selectFrom('reposts')
+    .select(['id', 'reposter_id', 'post_id', 'movement_id'])
+    .where('id', '=', repostId)
+    .executeTakeFirst();
+  if (!repost) return undefined;
+  const payment = await committedPayment(deps.db, repost.movement_id);
+  if (payment.failed) return undefined;
+  deps.changes.changed(postKey(repost.post_id), timelineKey(repost.reposter_id));
+  return {
+    id: repost.id,
+    repostOf: repost.post_id,
+    costMicro: payment.debitMicro,
+    chainTransactionId: payment.chainTransactionId,
+    swapTx: payment.swapTx,
+  };
 }
 
 /** The account's repost of the post, with the state of its payment. */

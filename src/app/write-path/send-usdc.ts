@@ -5,7 +5,14 @@ import { AppError } from '../../domain/errors.js';
 import { sendLegs } from '../../domain/ledger/ledger.js';
 import { sendChainMemo, validateSendDraft } from '../../domain/sends/send-rules.js';
 import type { WritePathDeps } from './create-post.js';
-import { commitPaidWrite, signUsdcPayment, walletSigner } from './payment-transaction.js';
+import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
+import {
+  commitPaidWrite,
+  committedPayment,
+  keyedWrite,
+  signUsdcPayment,
+  walletSigner,
+} from './payment-transaction.js';
 
 export interface CreatedSend {
   id: string;
@@ -26,8 +33,18 @@ export interface CreatedSend {
  * custodial wallet to the recipient's, the platform fee payer paying fee and rent, a Memo carrying
  * the send id and the memo) in the outbox and the 'send.created' event. The payments worker sends
  * it; a failure on chain reverses both legs.
+ *
+ * `idempotency` (REST's Idempotency-Key): as for a paid post (createPaidPost).
  */
-export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unknown): Promise<CreatedSend> {
+export async function sendUsdc(
+  deps: WritePathDeps,
+  senderId: string,
+  body: unknown,
+  idempotency?: IdempotencyClaim,
+): Promise<CreatedSend> {
+  const resumed = resumedId(idempotency, 'send');
+  const committed = resumed ? await committedSend(deps, resumed) : undefined;
+  if (committed) return committed;
   const draft = validateSendDraft(body);
   const sender = await deps.db
     .selectFrom('accounts')
@@ -90,6 +107,7 @@ export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unkn
       amount_micro: draft.amountMicro,
       payload: JSON.stringify({ send_id: sendId, recipient_id: recipient.id }),
     },
+    idempotency: keyedWrite(idempotency, 'send', sendId),
   });
   return {
     id: sendId,
@@ -100,5 +118,39 @@ export async function sendUsdc(deps: WritePathDeps, senderId: string, body: unkn
     createdAt: row.created_at,
     chainTransactionId,
     swapTx: payment.signature,
+  };
+}
+
+/**
+ * The send a dead request committed under the key being resumed, as sendUsdc returned it;
+ * undefined when its payment failed on chain and was reversed (nothing stayed charged: send anew).
+ */
+async function committedSend(deps: WritePathDeps, sendId: string): Promise<CreatedSend | undefined> {
+  const send = await deps.db
+    .selectFrom('sends')
+    .innerJoin('accounts as sender', 'sender.id', 'sends.sender_id')
+    .innerJoin('accounts as recipient', 'recipient.id', 'sends.recipient_id')
+    .select([
+      'sends.id',
+      'sends.amount_micro',
+      'sends.memo',
+      'sends.created_at',
+      'sends.movement_id',
+      'sender.handle as fromHandle',
+      'recipient.handle as toHandle',
+    ])
+    .where('sends.id', '=', sendId)
+    .executeTakeFirstOrThrow();
+  const payment = await committedPayment(deps.db, send.movement_id);
+  if (payment.failed) return undefined;
+  return {
+    id: send.id,
+    fromHandle: send.fromHandle,
+    toHandle: send.toHandle,
+    amountMicro: send.amount_micro,
+    memo: send.memo,
+    createdAt: send.created_at,
+    chainTransactionId: payment.chainTransactionId,
+    swapTx: payment.swapTx,
   };
 }

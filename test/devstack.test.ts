@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, chmodSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -9,6 +9,7 @@ import {
   RedisUnavailableError,
   startEmbeddedPostgres,
 } from '../src/devstack/index.js';
+import { isAlive, ownerFileOf } from '../src/devstack/abandoned-server.js';
 import { readLiveStackState, writeStackState } from '../src/devstack/state-file.js';
 import { resolveClickHouse } from '../src/devstack/clickhouse.devstack.js';
 
@@ -40,6 +41,48 @@ describe('embedded Postgres', () => {
     expect(await canConnect(second.url)).toBe(false);
   });
 
+  test('for npm start, runs in a process group of its own, so a Ctrl-C in the terminal does not reach it', async () => {
+    const dir = path.join(root, 'pg-group');
+    const own = await startEmbeddedPostgres({
+      dir,
+      database: 'app',
+      persistent: false,
+      ownProcessGroup: true,
+    });
+    const pid = ownerOf(dir).server;
+    expect(processGroupOf(pid)).toBe(pid);
+    await own.stop();
+    expect(isAlive(pid)).toBe(false);
+    // Otherwise (tests, the CLI) in the caller's group: a Ctrl-C of a test run ends it too.
+    const shared = await startEmbeddedPostgres({ dir, database: 'app', persistent: false });
+    expect(processGroupOf(ownerOf(dir).server)).toBe(processGroupOf(process.pid));
+    await shared.stop();
+  });
+
+  test('a server whose owner died without stopping it is stopped by the next start on the folder', async () => {
+    const dir = path.join(root, 'pg-abandoned');
+    const first = await startEmbeddedPostgres({ dir, database: 'app', persistent: true });
+    const abandoned = ownerOf(dir).server;
+    // As if the process that started it had been killed with SIGKILL.
+    writeFileSync(ownerFileOf(dir), JSON.stringify({ owner: DEAD_PID, server: abandoned }));
+    const second = await startEmbeddedPostgres({ dir, database: 'app', persistent: true });
+    expect(isAlive(abandoned)).toBe(false);
+    expect(ownerOf(dir)).toEqual({ owner: process.pid, server: expect.any(Number) });
+    expect(await canConnect(second.url)).toBe(true);
+    await second.stop();
+    await first.stop(); // already gone: a no-op
+  });
+
+  test('a server of a live owner is left alone (the second start fails as before)', async () => {
+    const dir = path.join(root, 'pg-owned');
+    const first = await startEmbeddedPostgres({ dir, database: 'app', persistent: true });
+    await expect(startEmbeddedPostgres({ dir, database: 'app', persistent: true })).rejects.toThrow(
+      /failed to start/,
+    );
+    expect(await canConnect(first.url)).toBe(true);
+    await first.stop();
+  });
+
   test('a failed start shows what postgres printed', async () => {
     const dir = path.join(root, 'pg-broken');
     mkdirSync(dir, { recursive: true });
@@ -59,6 +102,19 @@ describe('Redis fallback', () => {
     expect(await redisAnswers(redis.url)).toBe(true);
     await redis.stop();
     expect(await redisAnswers(redis.url)).toBe(false);
+  });
+
+  test('runs in a process group of its own; an abandoned one is stopped by the next start', async () => {
+    const dir = path.join(root, 'redis-abandoned');
+    const first = await spawnRedisServer({ dir, persistent: false, ownProcessGroup: true });
+    const abandoned = ownerOf(dir).server;
+    expect(processGroupOf(abandoned)).toBe(abandoned);
+    writeFileSync(ownerFileOf(dir), JSON.stringify({ owner: DEAD_PID, server: abandoned }));
+    const second = await spawnRedisServer({ dir, persistent: false });
+    expect(await redisAnswers(first.url)).toBe(false);
+    expect(await redisAnswers(second.url)).toBe(true);
+    await second.stop();
+    await first.stop();
   });
 
   test('without a binary the error names every way out', async () => {
@@ -95,6 +151,18 @@ describe('stack.json', () => {
     });
   });
 });
+
+/** A pid no process has (above the kernel's pid_max default of 2^22). */
+const DEAD_PID = 2 ** 22 + 12_345;
+
+function ownerOf(dir: string): { owner: number; server: number } {
+  return JSON.parse(readFileSync(ownerFileOf(dir), 'utf8')) as { owner: number; server: number };
+}
+
+function processGroupOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+}
 
 async function canConnect(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });

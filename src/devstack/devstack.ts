@@ -19,11 +19,24 @@ export interface Devstack {
   publish(extra: { api?: string }): void;
   /** Stops what this process started, in reverse order. */
   stop(): Promise<void>;
+  /**
+   * Just before an exit that does not wait for stop(): tells the servers this process started to
+   * shut down on their own (they live in process groups of their own and would outlive it) and
+   * removes stack.json. Returns at once.
+   */
+  abandon(): void;
 }
 
 export interface DevstackOptions {
   /** Keep embedded data on stop: true for `npm start`, false for tests. */
   persistent: boolean;
+  /**
+   * Run the embedded Postgres and redis-server in process groups of their own (`npm start`): a
+   * terminal's Ctrl-C then reaches the service only, which finishes its work and stops them last,
+   * itself. Off (tests, CLI commands): they share the caller's group and end with its Ctrl-C, which
+   * is what a test runner killed by Ctrl-C needs, since it runs no teardown.
+   */
+  ownProcessGroups?: boolean;
   /** Name of the application database inside an embedded Postgres. */
   database?: string;
   /** false: do not resolve ClickHouse (a CLI command beside a running `npm start` holding chdb). */
@@ -50,12 +63,17 @@ export async function startDevstack(config: Config, options: DevstackOptions): P
         dir: path.join(config.dataDir, 'postgres'),
         database: options.database ?? 'ledgerfeed',
         persistent: options.persistent,
+        ownProcessGroup: options.ownProcessGroups ?? false,
       }),
     );
     if (postgres.source === 'embedded') started.push(postgres);
 
     const redis = await resolveService(config.REDIS_URL, shared?.redis, redisAnswers, () =>
-      startLocalRedis({ dir: path.join(config.dataDir, 'redis'), persistent: options.persistent }),
+      startLocalRedis({
+        dir: path.join(config.dataDir, 'redis'),
+        persistent: options.persistent,
+        ownProcessGroup: options.ownProcessGroups ?? false,
+      }),
     );
     if (redis.source === 'embedded') started.push(redis);
 
@@ -90,6 +108,10 @@ export async function startDevstack(config: Config, options: DevstackOptions): P
       stop: async () => {
         clearStackState(config.dataDir);
         await stopStarted();
+      },
+      abandon: () => {
+        clearStackState(config.dataDir);
+        for (const service of started) service.abandon?.();
       },
     };
   } catch (error) {

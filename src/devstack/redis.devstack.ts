@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { Redis } from 'ioredis';
+import { clearOwner, recordOwner, runsIn, stopAbandonedServer } from './abandoned-server.js';
 import { freePort } from './free-port.js';
 import { LogTail } from './log-tail.js';
 import { noStop, type ServiceHandle } from './service-handle.js';
@@ -12,6 +13,8 @@ export interface EmbeddedRedisOptions {
   dir: string;
   /** Persist to disk (npm start) or keep everything in memory (tests). */
   persistent: boolean;
+  /** Run the server in a process group of its own (see DevstackOptions.ownProcessGroups). */
+  ownProcessGroup?: boolean;
 }
 
 export class RedisUnavailableError extends Error {
@@ -58,7 +61,15 @@ export async function spawnRedisServer(
     : ['--save', '', '--appendonly', 'no'];
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', options.dir, ...persistence];
   const log = new LogTail();
-  const child = spawn(options.binary ?? 'redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // A redis-server left running on this folder by a process that died without stopping it: two
+  // servers must not write the same append-only file.
+  await stopAbandonedServer(options.dir, runsIn, 'SIGTERM');
+  // For `npm start`, a process group of its own, like the embedded Postgres (abandoned-server.ts):
+  // a terminal's Ctrl-C would shut it down under the jobs the service is still finishing.
+  const child = spawn(options.binary ?? 'redis-server', args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownProcessGroup ?? false,
+  });
   child.stdout?.on('data', log.push);
   child.stderr?.on('data', log.push);
 
@@ -83,14 +94,24 @@ export async function spawnRedisServer(
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { url, source: 'embedded', stop: () => stopChild(child) };
+  if (child.pid !== undefined) recordOwner(options.dir, child.pid);
+  return {
+    url,
+    source: 'embedded',
+    stop: () => stopChild(child, options.dir),
+    abandon: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    },
+  };
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM'); // redis-server saves (when persistent) and exits on SIGTERM
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
+async function stopChild(child: ChildProcess, dir: string): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM'); // redis-server saves (when persistent) and exits on SIGTERM
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+  clearOwner(dir);
 }

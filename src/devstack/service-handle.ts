@@ -6,6 +6,12 @@ export interface ServiceHandle {
   readonly source: ServiceSource;
   /** Stops what this process started; a no-op for external or borrowed services. */
   stop(): Promise<void>;
+  /**
+   * For a process about to exit without stopping (a stop past its deadline, a second Ctrl-C):
+   * tells a server this process started to shut down on its own, and returns at once. Absent
+   * when there is nothing to tell (not ours, or it lives in this process).
+   */
+  abandon?(): void;
 }
 
 export type ServiceSource =

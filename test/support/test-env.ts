@@ -73,6 +73,7 @@ export async function openTestEnv(
           stop: noStop,
         },
     publish: () => {},
+    abandon: () => {},
     stop: noStop,
   };
   const app = openApp(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), stack);

@@ -1,8 +1,11 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, readConfig } from './config/index.js';
 import { createLogger } from './logger.js';
-import { runService } from './service.js';
+import { runService, type RunningService } from './service.js';
 import { startupSummary } from './startup-summary.js';
+import { handleShutdownSignals } from './shutdown/shutdown-signals.js';
+import { describeRunning, stopWithin, type RunStep } from './shutdown/shutdown-steps.js';
+import { foregroundTerminal } from './shutdown/terminal.js';
 import { ROLE_NAMES, type RoleName } from '../workers/role.js';
 
 /** `npm start [-- --only api|worker|indexer[,...]]`: every role in one process by default. */
@@ -28,30 +31,50 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config);
 
-  const service = await runService(config, logger, roles);
-  console.log(startupSummary(service));
-
-  let stoppingSince: number | undefined;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (stoppingSince !== undefined) {
-      // Ctrl-C reaches every process of the terminal's group, and `npm start`/tsx relay it as
-      // well: the same keypress can arrive twice. Only a press a second later means "force".
-      if (Date.now() - stoppingSince < 1_000) return;
-      logger.warn(`${signal} again: exiting without waiting`);
+  // Signals are handled from the start: a Ctrl-C while the stack comes up stops it once it is up
+  // (the embedded servers run in process groups of their own, so the keypress does not reach them).
+  const starting = runService(config, logger, roles);
+  const up: { service?: RunningService } = {};
+  let stopping = false;
+  const signals = handleShutdownSignals({
+    log: logger,
+    timeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+    openTerminal: () => foregroundTerminal(),
+    stop: () => {
+      stopping = true;
+      const stop = async (run: RunStep) => (await run('start-up', () => starting)).stop(run);
+      void stopWithin(stop, config.SHUTDOWN_TIMEOUT_MS).then((outcome) => {
+        switch (outcome.kind) {
+          case 'stopped':
+            logger.info(`stopped in ${(outcome.elapsedMs / 1000).toFixed(1)} s`);
+            process.exit(0);
+            break;
+          case 'failed':
+            logger.error({ err: outcome.error }, 'shutdown failed');
+            process.exit(1);
+            break;
+          case 'timed out':
+            logger.error(
+              `shutdown did not finish within SHUTDOWN_TIMEOUT_MS=${config.SHUTDOWN_TIMEOUT_MS} ms; ` +
+                `still running: ${describeRunning(outcome.running)}; exiting 1 (the embedded servers ` +
+                'were told to shut down on their own)',
+            );
+            up.service?.abandon();
+            process.exit(1);
+        }
+      });
+    },
+    force: () => {
+      up.service?.abandon();
       process.exit(1);
-    }
-    stoppingSince = Date.now();
-    logger.info(`${signal}: stopping (a second Ctrl-C forces exit)`);
-    service.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', shutdown);
-  process.on('SIGTERM', shutdown);
+    },
+  });
+  // Both stay registered until the process exits: a signal without a listener would kill it.
+  process.on('SIGINT', signals.onSignal);
+  process.on('SIGTERM', signals.onSignal);
+
+  up.service = await starting;
+  if (!stopping) console.log(startupSummary(up.service));
 }
 
 process.on('unhandledRejection', (reason) => {

@@ -3,6 +3,7 @@ import { startLoop } from '../src/app/background-loop.js';
 import { reconcileRound, reconciliationLag } from '../src/app/indexer/reconciler.js';
 import { followWallets } from '../src/app/indexer/wallet-follower.js';
 import type { RunningRole } from './role.js';
+import { untracked } from '../src/shutdown/shutdown-steps.js';
 
 const ROUND_ROWS = 500;
 
@@ -52,8 +53,12 @@ export function startIndexerRole(app: App): RunningRole {
       `reconciling outbox transactions against ${app.stack.solana.url}`,
       'following platform and user USDC token accounts for deposits and unexplained outflows',
     ],
-    stop: async () => {
-      await Promise.all([loop.stop(), follower.stop()]);
+    stop: async (run = untracked) => {
+      // Each loop finishes the round in hand (a round's writes are one transaction per row).
+      await Promise.all([
+        run('indexer: reconciler', () => loop.stop()),
+        run('indexer: wallet follower', () => follower.stop()),
+      ]);
     },
   };
 }

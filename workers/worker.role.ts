@@ -6,6 +6,7 @@ import { startIdempotencyPurge } from './idempotency-purge.loop.js';
 import { OUTBOX_SWEEP_MS, startOutboxSweeper } from './outbox-sweeper.loop.js';
 import { startTrendingBuilder, TRENDING_REBUILD_MS } from './trending.loop.js';
 import type { RunningRole } from './role.js';
+import { untracked } from '../src/shutdown/shutdown-steps.js';
 
 /** A BullMQ queue served by the worker role. */
 export interface QueueProcessor {
@@ -35,9 +36,10 @@ export interface QueueProcessor {
 export async function startWorkerRole(app: App, processors: readonly QueueProcessor[]): Promise<RunningRole> {
   const log = app.logger.child({ role: 'worker' });
   const connection = createRedis(app.stack.redis.url, 'worker');
-  const workers = processors.flatMap((p) => {
+  const workersOf = new Map<string, Worker[]>();
+  for (const p of processors) {
     const fetchers = p.fetchers ?? 1;
-    return Array.from({ length: fetchers }, (_, k) => {
+    const workers = Array.from({ length: fetchers }, (_, k) => {
       const worker = new Worker(p.queue, p.process, {
         // Shown as the job's processedBy (bull-board): which fetcher ran it.
         name: `${p.queue}-${k + 1}`,
@@ -53,7 +55,8 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
       worker.on('error', (error) => log.error({ queue: p.queue, err: error }, 'worker error'));
       return worker;
     });
-  });
+    workersOf.set(p.queue, [...(workersOf.get(p.queue) ?? []), ...workers]);
+  }
   for (const p of processors) {
     const resumed = (await p.resume?.()) ?? 0;
     if (resumed > 0) log.info(`${p.queue}: resumed ${resumed} unfinished item(s) from before the last stop`);
@@ -73,11 +76,22 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
       `trending snapshot: rebuilt every ${TRENDING_REBUILD_MS / 1000} s`,
       `outbox sweeper: unfinished payments back to the queue every ${OUTBOX_SWEEP_MS / 1000} s`,
     ],
-    stop: async () => {
-      await Promise.all([shipper.stop(), trending.stop(), sweeper.stop(), purge.stop()]);
-      // close() waits for the jobs in progress to finish: a SIGTERM never cuts a payment in half.
-      await Promise.all(workers.map((w) => w.close()));
+    stop: async (run = untracked) => {
+      // Everything at once: the loops finish the round in hand, and each Worker's close() stops
+      // fetching and waits for the jobs in progress (a SIGTERM never cuts a payment in half).
+      // The clients they use (app.close) close only after this resolves.
+      const stopped = await Promise.allSettled([
+        run('worker: event shipper', () => shipper.stop()),
+        run('worker: trending snapshot', () => trending.stop()),
+        run('worker: outbox sweeper', () => sweeper.stop()),
+        run('worker: idempotency purge', () => purge.stop()),
+        ...[...workersOf].map(([queue, workers]) =>
+          run(`worker: ${queue} jobs in hand`, () => Promise.all(workers.map((w) => w.close()))),
+        ),
+      ]);
       connection.disconnect();
+      const failed = stopped.find((result) => result.status === 'rejected');
+      if (failed) throw failed.reason;
     },
   };
 }

@@ -124,6 +124,29 @@ export const envSchema = z.object({
     .min(0, { message: 'expected milliseconds >= 0' })
     .default(10_000),
   /**
+   * Longest a stop (Ctrl-C, SIGTERM) may take, from the first signal: past it the process names
+   * the steps still running and exits 1. A payment or creator-fund job in hand normally finishes
+   * within seconds; keep an orchestrator's grace period (Kubernetes' terminationGracePeriodSeconds)
+   * longer than this plus SHUTDOWN_DRAIN_MS.
+   * @defaultValue 30000
+   */
+  SHUTDOWN_TIMEOUT_MS: z.coerce
+    .number({ message: 'expected milliseconds' })
+    .int({ message: 'expected whole milliseconds' })
+    .min(1, { message: 'expected milliseconds >= 1' })
+    .default(30_000),
+  /**
+   * After the first signal, how long the API keeps serving while `/healthz` already answers 503
+   * `draining`, before it stops accepting connections: time for a load balancer to notice and send
+   * no more. 0 (default): stop accepting at once. Counted within SHUTDOWN_TIMEOUT_MS.
+   * @defaultValue 0
+   */
+  SHUTDOWN_DRAIN_MS: z.coerce
+    .number({ message: 'expected milliseconds' })
+    .int({ message: 'expected whole milliseconds' })
+    .min(0, { message: 'expected milliseconds >= 0' })
+    .default(0),
+  /**
    * How long a cached read (a feed page, a GraphQL feed query) may be served without a change
    * signal; every write empties the caches at once, so this only bounds a lost signal. 0 turns the
    * read caches off.

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { checkHealth, publicHealthReport } from './health.service.js';
+import { checkHealth, publicHealthReport, reportDraining, type HealthReport } from './health.service.js';
 
 describe('checkHealth', () => {
   test('is ok only when every probe succeeds', async () => {
@@ -49,5 +49,27 @@ describe('checkHealth', () => {
     });
     expect(Date.now() - started).toBeLessThan(1000);
     expect(report.dependencies[0]).toMatchObject({ status: 'down', error: 'no answer within 50 ms' });
+  });
+});
+
+describe('reportDraining', () => {
+  const ok: HealthReport = {
+    status: 'ok',
+    checkedAt: new Date(0),
+    dependencies: [{ name: 'postgres', status: 'up', latencyMs: 1, source: 'embedded' }],
+  };
+
+  test('passes the report through until the process drains, then says draining over any status', async () => {
+    let draining = false;
+    let report = ok;
+    const check = reportDraining(
+      () => Promise.resolve(report),
+      () => draining,
+    );
+    expect(await check()).toEqual(ok);
+    draining = true;
+    expect(await check()).toEqual({ ...ok, status: 'draining' });
+    report = { ...ok, status: 'down' };
+    expect((await check()).status).toBe('draining');
   });
 });

@@ -18,7 +18,8 @@ export interface DependencyHealth {
 }
 
 export interface HealthReport {
-  status: 'ok' | 'down';
+  /** `draining`: the process is stopping (see `reportDraining`), whatever its dependencies say. */
+  status: 'ok' | 'down' | 'draining';
   checkedAt: Date;
   dependencies: DependencyHealth[];
 }
@@ -76,5 +77,20 @@ export function publicHealthReport(report: HealthReport): HealthReport {
   return {
     ...report,
     dependencies: report.dependencies.map(({ detail: _detail, ...shown }) => shown),
+  };
+}
+
+/**
+ * `check`, reporting `draining` once `draining()` is true: from a stop's first signal, so that a
+ * load balancer probing /healthz (503 for anything but `ok`) sends nothing more while the server
+ * still finishes the requests it has. The dependencies are still probed and shown.
+ */
+export function reportDraining(
+  check: () => Promise<HealthReport>,
+  draining: () => boolean,
+): () => Promise<HealthReport> {
+  return async () => {
+    const report = await check();
+    return draining() ? { ...report, status: 'draining' } : report;
   };
 }

@@ -25,7 +25,9 @@ const DependencyHealthType = builder.objectRef<DependencyHealth>('DependencyHeal
 
 const HealthReportType = builder.objectRef<HealthReport>('HealthReport').implement({
   fields: (t) => ({
-    status: t.exposeString('status', { description: '`ok` when every dependency is up, else `down`.' }),
+    status: t.exposeString('status', {
+      description: '`ok` when every dependency is up, else `down`; `draining` once the process is stopping.',
+    }),
     checkedAt: t.expose('checkedAt', { type: 'DateTime' }),
     dependencies: t.expose('dependencies', { type: [DependencyHealthType] }),
   }),

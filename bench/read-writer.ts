@@ -40,18 +40,26 @@ export interface WriteKindResult {
   sent: number;
   /** Answered 2xx (a post: 201 executed or 202 pending; a like: 200). */
   ok: number;
+  /**
+   * Of `ok`, those answered in the steady part of the window (after its first `steadyAfterMs`,
+   * before the stop): what the service served while the readers ran.
+   */
+  okInWindow: number;
   /** Of `ok`, posts answered 202 (payment still pending after WRITE_TIMEOUT_MS). */
   pending: number;
   /** Every other outcome (status and the start of the body, or the client error) and its count. */
   other: [string, number][];
-  p50Ms: number;
-  p99Ms: number;
+  /** Latency of the answered requests; null when none answered. */
+  p50Ms: number | null;
+  p99Ms: number | null;
 }
 
 export interface WriteResult {
   rates: WriteRates;
   /** From start to stop: the window the rates apply to. */
   seconds: number;
+  /** The steady part of the window (after its first steadyAfterMs), where okInWindow is counted. */
+  steadySeconds: number;
   posts: WriteKindResult;
   likes: WriteKindResult;
   /** The worst delay of a request behind its schedule (the writer's own event loop). */
@@ -63,7 +71,10 @@ export interface WriteResult {
   drainSeconds: number;
 }
 
-type ToChild = { type: 'init'; init: WriterInit } | { type: 'start'; rates: WriteRates } | { type: 'stop' };
+type ToChild =
+  | { type: 'init'; init: WriterInit }
+  | { type: 'start'; rates: WriteRates; steadyAfterMs: number }
+  | { type: 'stop' };
 type FromChild = { type: 'ready' } | { type: 'started' } | { type: 'result'; result: WriteResult };
 
 /**
@@ -81,7 +92,8 @@ const LATE_MS = 100;
 // ---------------------------------------------------------------- the parent's handle
 
 export interface Writer {
-  start: (rates: WriteRates) => Promise<void>;
+  /** Starts a phase; answers count as served from `steadyAfterMs` after the start on. */
+  start: (rates: WriteRates, steadyAfterMs: number) => Promise<void>;
   /** Stops scheduling; resolves with the phase's tally when its last request answered. */
   stop: () => Promise<WriteResult>;
   close: () => Promise<void>;
@@ -111,8 +123,8 @@ export async function startWriter(init: WriterInit): Promise<Writer> {
     });
   await ask({ type: 'init', init }, 'ready');
   return {
-    start: async (rates) => {
-      await ask({ type: 'start', rates }, 'started');
+    start: async (rates, steadyAfterMs) => {
+      await ask({ type: 'start', rates, steadyAfterMs }, 'started');
     },
     stop: async () => (await ask({ type: 'stop' }, 'result')).result,
     close: () => closeChild(child),
@@ -131,12 +143,21 @@ async function closeChild(child: ChildProcess): Promise<void> {
 interface KindTally {
   sent: number;
   ok: number;
+  /** When each 2xx answer came (performance.now()). */
+  okAt: number[];
   pending: number;
   other: Map<string, number>;
   latenciesMs: number[];
 }
 
-const newKind = (): KindTally => ({ sent: 0, ok: 0, pending: 0, other: new Map(), latenciesMs: [] });
+const newKind = (): KindTally => ({
+  sent: 0,
+  ok: 0,
+  okAt: [],
+  pending: 0,
+  other: new Map(),
+  latenciesMs: [],
+});
 
 interface Answer {
   status: number;
@@ -186,6 +207,7 @@ function runChild(): void {
     | {
         rates: WriteRates;
         startedAt: number;
+        steadyAfterMs: number;
         stopped: boolean;
         timer?: NodeJS.Timeout;
         posts: KindTally;
@@ -202,10 +224,10 @@ function runChild(): void {
   /** `outcome` is 'ok', 'pending' (a 2xx too) or what else happened. */
   const record = (tally: KindTally, started: number, outcome: string) => {
     tally.latenciesMs.push(performance.now() - started);
-    if (outcome === 'ok') tally.ok++;
-    else if (outcome === 'pending') {
+    if (outcome === 'ok' || outcome === 'pending') {
       tally.ok++;
-      tally.pending++;
+      tally.okAt.push(performance.now());
+      if (outcome === 'pending') tally.pending++;
     } else tally.other.set(outcome, (tally.other.get(outcome) ?? 0) + 1);
   };
 
@@ -296,16 +318,17 @@ function runChild(): void {
     if (next !== Infinity) current.timer = setTimeout(tick, Math.max(0, next - performance.now()));
   };
 
-  const summary = (tally: KindTally, due: number): WriteKindResult => {
+  const summary = (tally: KindTally, due: number, from: number, to: number): WriteKindResult => {
     const sorted = [...tally.latenciesMs].sort((a, b) => a - b);
     return {
       due,
       sent: tally.sent,
       ok: tally.ok,
+      okInWindow: tally.okAt.filter((at) => at >= from && at <= to).length,
       pending: tally.pending,
       other: [...tally.other],
-      p50Ms: percentile(sorted, 50),
-      p99Ms: percentile(sorted, 99),
+      p50Ms: sorted.length > 0 ? percentile(sorted, 50) : null,
+      p99Ms: sorted.length > 0 ? percentile(sorted, 99) : null,
     };
   };
 
@@ -318,6 +341,7 @@ function runChild(): void {
       phase = {
         rates: message.rates,
         startedAt: performance.now(),
+        steadyAfterMs: message.steadyAfterMs,
         stopped: false,
         posts: newKind(),
         likes: newKind(),
@@ -339,6 +363,7 @@ function runChild(): void {
       current.stopped = true;
       clearTimeout(current.timer);
       const seconds = (stoppedAt - current.startedAt) / 1000;
+      const steadyFrom = Math.min(stoppedAt, current.startedAt + current.steadyAfterMs);
       // Due: every request whose scheduled time fell inside the window (the first is due at 0).
       const dueIn = (rate: number) => (rate > 0 ? Math.floor(seconds * rate) + 1 : 0);
       void Promise.all(current.inFlight).then(() => {
@@ -348,8 +373,9 @@ function runChild(): void {
           result: {
             rates: current.rates,
             seconds,
-            posts: summary(current.posts, dueIn(current.rates.postsPerSecond)),
-            likes: summary(current.likes, dueIn(current.rates.likesPerSecond)),
+            steadySeconds: (stoppedAt - steadyFrom) / 1000,
+            posts: summary(current.posts, dueIn(current.rates.postsPerSecond), steadyFrom, stoppedAt),
+            likes: summary(current.likes, dueIn(current.rates.likesPerSecond), steadyFrom, stoppedAt),
             lagMaxMs: current.lagMaxMs,
             lateRequests: current.lateRequests,
             inFlightMax: current.inFlightMax,

@@ -45,6 +45,7 @@ import { runBench, startBenchService } from './bench-service.js';
 import { fundedMembers } from './funded-accounts.js';
 import { CONNECTIONS, load, plainServer, sample, type Load, type RequestOptions } from './http-load.js';
 import { cpuTimes, describeCpu } from './machine-cpu.js';
+import { samplePgActivity } from './pg-activity.js';
 import { seedReadData } from './read-seed.js';
 import { startWriter, type WriteKindResult, type WriteRates, type WriteResult } from './read-writer.js';
 
@@ -280,6 +281,7 @@ async function main(): Promise<number> {
         // delays) from one whose requests wait on Postgres or Redis (short delays, slow answers).
         const loopDelay = monitorEventLoopDelay({ resolution: 10 });
         loopDelay.enable();
+        const pgActivity = await samplePgActivity(app.stack.postgres.url);
         let writes: WriteResult | undefined;
         let measured: Load;
         if (phase.rates) {
@@ -291,6 +293,7 @@ async function main(): Promise<number> {
           measured = await load(route.url, settings.seconds, route.options);
         }
         loopDelay.disable();
+        const sessions = await pgActivity.stop();
         const cpu =
           describeCpu(cpuAtStart, cpuTimes()) +
           `; service event loop delay p50 ${(loopDelay.percentile(50) / 1e6).toFixed(0)} ms,` +
@@ -338,6 +341,7 @@ async function main(): Promise<number> {
           }
         }
         console.log(`       ${cpu}`);
+        console.log(`       ${sessions}`);
       }
     }
     const after = await settle(service);

@@ -79,8 +79,8 @@ type FromChild = { type: 'ready' } | { type: 'started' } | { type: 'result'; res
 
 /**
  * Kept-alive connections the writer opens at most (requests beyond them wait in the client, and
- * their wait counts in their latency). Unbounded, a writer that offers 100 posts/s to a service
- * answering in seconds opened 2,000+ sockets and had some of them reset.
+ * their wait counts in their latency). Unbounded, a writer offering 100 posts/s to a service that
+ * answered in seconds opened 2,000+ sockets at once.
  */
 const MAX_SOCKETS = 256;
 /** Like targets: the newest posts the writer knows. */
@@ -164,10 +164,21 @@ interface Answer {
   text: string;
 }
 
-/** POST of a JSON body over node:http (undici's fetch costs more CPU than the request). */
-function createPoster(): (url: string, body: string, headers: Record<string, string>) => Promise<Answer> {
+interface Poster {
+  post: (url: string, body: string, headers: Record<string, string>) => Promise<Answer>;
+  /** Closes its idle connections (call once nothing is in flight). */
+  close: () => void;
+}
+
+/**
+ * POSTs of JSON bodies over node:http (undici's fetch costs more CPU than the request), on
+ * kept-alive connections of their own. One per phase: a connection left idle since the previous
+ * phase (a minute, at times) may be closed by the server just as it is reused, and that POST fails
+ * with ECONNRESET through no fault of the phase's load.
+ */
+function createPoster(): Poster {
   const agent = new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
-  return (url, body, headers) =>
+  const post: Poster['post'] = (url, body, headers) =>
     new Promise((resolve, reject) => {
       const request = http.request(
         url,
@@ -192,10 +203,12 @@ function createPoster(): (url: string, body: string, headers: Record<string, str
       request.on('error', reject);
       request.end(body);
     });
+  return { post, close: () => agent.destroy() };
 }
 
 function runChild(): void {
-  const post = createPoster();
+  let poster = createPoster();
+  const post: Poster['post'] = (url, body, headers) => poster.post(url, body, headers);
   let init: WriterInit | undefined;
   /** Newest first; the writer's own new posts join at the front. */
   let recent: string[] = [];
@@ -338,6 +351,9 @@ function runChild(): void {
       recent = message.init.recentPostIds.slice(0, RECENT_POSTS);
       send({ type: 'ready' });
     } else if (message.type === 'start') {
+      // Fresh connections for the phase (the last phase's requests have all answered).
+      poster.close();
+      poster = createPoster();
       phase = {
         rates: message.rates,
         startedAt: performance.now(),

@@ -290,3 +290,50 @@ describe('SQL per page', () => {
     }
   });
 });
+
+describe('queries answered without Yoga’s HTTP layer (api/graphql/fast-path.ts)', () => {
+  test('answer the status, content type and body Yoga answers, errors included', async () => {
+    const cases: Array<{ query: string; variables?: Json; accept?: string }> = [
+      {
+        query:
+          '{ feed(sort: LATEST, first: 3) { edges { cursor node { id likeCount author { handle } } } } }',
+      },
+      {
+        query: 'query ($n: Int) { feed(sort: LATEST, first: $n) { pageInfo { endCursor } } }',
+        variables: { n: 2 },
+        accept: 'application/graphql-response+json',
+      },
+      // A resolver's error (first out of range), a variable that does not coerce, a null post.
+      { query: '{ feed(sort: LATEST, first: 0) { edges { node { id } } } }' },
+      {
+        query: 'query ($n: Int) { feed(sort: LATEST, first: $n) { edges { node { id } } } }',
+        variables: { n: 'two' },
+        accept: 'application/graphql-response+json',
+      },
+      { query: `{ post(id: "${original}") { id quotedPost { id } } nothing: post(id: "x") { id } }` },
+    ];
+    const ask = async (c: (typeof cases)[number], origin?: string) => {
+      const response = await fetch(`${h.base}/graphql`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${alice.key}`,
+          'content-type': 'application/json',
+          ...(c.accept ? { accept: c.accept } : {}),
+          // A browser origin is left to Yoga (CORS): the same request through Yoga's HTTP layer.
+          ...(origin ? { origin } : {}),
+        },
+        body: JSON.stringify({ query: c.query, variables: c.variables }),
+      });
+      return {
+        status: response.status,
+        type: response.headers.get('content-type'),
+        body: await response.text(),
+      };
+    };
+    for (const c of cases) {
+      const fast = await ask(c);
+      expect(fast, c.query).toEqual(await ask(c, 'http://localhost:5173'));
+      expect(fast.body.length).toBeGreaterThan(10);
+    }
+  });
+});

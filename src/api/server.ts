@@ -14,6 +14,7 @@ import type { ApiDeps } from './api-deps.js';
 import { httpStatusOf, type ErrorBody } from './error-map.js';
 import { registerDashboards } from './dashboards/dashboard.routes.js';
 import { createLiveStreams, type StreamSlot } from './graphql/live-streams.js';
+import { fastGraphqlAnswer, type GraphqlAnswer } from './graphql/fast-path.js';
 import { createGraphqlResponseCache } from './graphql/response-cache.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
@@ -197,30 +198,38 @@ function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
     handler: async (req, reply) => {
       // A stream slot is taken before Yoga runs (a refused one answers 429 without subscribing).
       let slot: StreamSlot | undefined;
-      const execute = async (track?: DependencyTracker) => {
+      const execute = async (track?: DependencyTracker): Promise<GraphqlAnswer> => {
+        const fast = await fastGraphqlAnswer(yoga, { req, reply, track });
+        if (fast) return fast;
         slot = await streams.admit(req);
         try {
-          return await yoga.handleNodeRequestAndResponse(req, reply, { req, reply, track });
+          return answerOf(await yoga.handleNodeRequestAndResponse(req, reply, { req, reply, track }));
         } catch (error) {
           slot?.release();
           throw error;
         }
       };
-      let served = await answers.serve(req, reply, execute);
+      const served = await answers.serve(req, reply, execute);
       if (served.kind === 'answered') return reply;
-      if (served.kind === 'execute')
-        served = { kind: 'executed', response: await execute(), body: undefined };
-      const { response, body } = served;
-      response.headers.forEach((value, key) => {
-        void reply.header(key, value);
-      });
-      void reply.status(response.status);
-      if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
-        slot?.attach(reply.raw);
-      } else slot?.release();
-      return reply.send(body ?? response.body);
+      const answer = served.kind === 'executed' ? served.answer : await execute();
+      let stream = false;
+      for (const [name, value] of answer.headers) {
+        void reply.header(name, value);
+        if (name.toLowerCase() === 'content-type' && value.startsWith('text/event-stream')) stream = true;
+      }
+      void reply.status(answer.status);
+      if (stream) slot?.attach(reply.raw);
+      else slot?.release();
+      return reply.send(answer.body);
     },
   });
+}
+
+/** Yoga's answer as headers and its body stream. */
+function answerOf(response: Response): GraphqlAnswer {
+  const headers: Array<[string, string]> = [];
+  response.headers.forEach((value, name) => headers.push([name, value]));
+  return { status: response.status, headers, body: response.body };
 }
 
 /**

@@ -7,6 +7,7 @@ import { authenticate } from '../../domain/auth/api-keys.service.js';
 import type { ApiDeps } from '../api-deps.js';
 import { spend } from '../rest/auth.hook.js';
 import type { GraphQLContext } from './context.js';
+import type { GraphqlAnswer } from './fast-path.js';
 
 /**
  * Answers to repeated read queries (a client polling the feed), kept until what they show changes.
@@ -44,8 +45,8 @@ interface CachedAnswer {
 export type Served =
   /** Answered from the cache or from another request's execution: nothing left to do. */
   | { kind: 'answered' }
-  /** This request executed the query: send `response` (its body already read as `body`, if kept). */
-  | { kind: 'executed'; response: Response; body: Buffer | undefined }
+  /** This request executed the query: send `answer`. */
+  | { kind: 'executed'; answer: GraphqlAnswer }
   /** Nothing to share (not cacheable, a shared execution failed or cannot be shared): execute. */
   | { kind: 'execute' };
 
@@ -57,10 +58,20 @@ export interface GraphqlResponseCache {
   serve(
     req: FastifyRequest,
     reply: FastifyReply,
-    execute: (track: DependencyTracker) => Promise<Response>,
+    execute: (track: DependencyTracker) => Promise<GraphqlAnswer>,
   ): Promise<Served>;
   /** The Yoga plugin that marks cacheable executions and notes the writers of mutations. */
   plugin: Plugin;
+}
+
+/** A whole answer's body as bytes (a kept answer is sent again as it is). */
+async function bodyBytes(body: GraphqlAnswer['body']): Promise<Buffer> {
+  if (body === null) return Buffer.alloc(0);
+  if (typeof body === 'string') return Buffer.from(body);
+  const chunks: Uint8Array[] = [];
+  const reader = body.getReader();
+  for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
+  return Buffer.concat(chunks);
 }
 
 export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache {
@@ -126,26 +137,22 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
       }
 
       let ran = false;
-      let executed: { response: Response; body: Buffer | undefined } | undefined;
+      let executed: GraphqlAnswer | undefined;
       let answer: CachedAnswer | null;
       try {
         answer = await cache().get(
           key,
           async (track) => {
             ran = true;
-            const response = await execute(track);
-            executed = { response, body: undefined };
+            executed = await execute(track);
             const ctx = executions.get(req);
-            if (!ctx?.cacheable || response.status !== 200) {
+            if (!ctx?.cacheable || executed.status !== 200) {
               track.keepNot();
               return null; // requests that joined this execution run their own
             }
-            const body = Buffer.from(await response.arrayBuffer());
-            executed.body = body;
-            const headers: Array<[string, string]> = [];
-            response.headers.forEach((value, name) => {
-              if (name !== 'content-length') headers.push([name, value]);
-            });
+            const body = await bodyBytes(executed.body);
+            executed = { ...executed, body: body.toString() };
+            const headers = executed.headers.filter(([name]) => name.toLowerCase() !== 'content-length');
             return { headers, body, spent: [...ctx.spent] };
           },
           viewer,
@@ -154,7 +161,7 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
         if (ran) throw error; // our own execution failed: as without the cache
         return { kind: 'execute' }; // one we joined failed: ours may not
       }
-      if (executed) return { kind: 'executed', ...executed };
+      if (executed) return { kind: 'executed', answer: executed };
       if (answer && (await answerWith(answer, viewer ?? clientSubject(req.ip), reply))) {
         return { kind: 'answered' };
       }

@@ -1,4 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { useGraphQlJit } from '@envelop/graphql-jit';
+import { getOperationAST, OperationTypeNode, type ExecutionArgs } from 'graphql';
 import { createYoga, type Plugin, type YogaServerInstance, type YogaServerOptions } from 'graphql-yoga';
 import type { DependencyTracker } from '../../app/read-cache.js';
 import type { ApiDeps } from '../api-deps.js';
@@ -40,8 +42,18 @@ export function createGraphqlServer(
     cors: corsPolicy(deps.exposure.corsOrigins),
     // Query limits run with the other validation rules (an operation over them never executes),
     // and each operation spends its rate-limit budget by its cost before it executes.
-    plugins: [queryLimitsPlugin(), ...plugins],
+    plugins: [
+      queryLimitsPlugin(),
+      // Compiled execution (graphql-jit) of queries; measured in the README (GraphQL miss).
+      useGraphQlJit({}, { enableIf: isQuery }),
+      ...plugins,
+    ],
   });
+}
+
+/** Compiled execution for queries: mutations and subscriptions keep graphql-js. */
+function isQuery(args: ExecutionArgs): boolean {
+  return getOperationAST(args.document, args.operationName)?.operation === OperationTypeNode.QUERY;
 }
 
 /**

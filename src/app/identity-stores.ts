@@ -8,7 +8,7 @@ import {
   type ChangeKey,
   type ChangeSignals,
 } from './change-signals.js';
-import { createReadCache } from './read-cache.js';
+import { createReadCache, READ_STALE_MS } from './read-cache.js';
 
 const KEY_CACHE_MAX_ENTRIES = 10_000;
 
@@ -19,16 +19,19 @@ const KEY_CACHE_MAX_ENTRIES = 10_000;
  * The cache holds the stored row (hash included), so authenticate() still checks the presented
  * key against the hash on every request; only the lookup is saved. Revoking here clears this
  * process at once and every other process through the `identity` signal, and a row that an
- * `identity` change made stale is never answered (staleMs 0): a revoked key stops at once. Unknown
- * ids are not cached, so guessing ids cannot push real keys out. `ttlMs` is READ_CACHE_TTL_MS: 0
- * looks every key up every time.
+ * `identity` change made stale is never answered (staleMs 0): a revoked key stops at once. A row
+ * that merely expired is answered for up to READ_STALE_MS more while one lookup refreshes it in
+ * the background: otherwise every request of a busy key waited for that lookup once a TTL, behind
+ * whatever else held the pool. Unknown ids are not cached, so guessing ids cannot push real keys
+ * out. `ttlMs` is READ_CACHE_TTL_MS: 0 looks every key up every time.
  */
 export function cachedApiKeyStore(store: ApiKeyStore, signals: ChangeSignals, ttlMs: number): ApiKeyStore {
   const found = createReadCache<StoredApiKey | undefined>(signals, {
     ttlMs,
     maxEntries: KEY_CACHE_MAX_ENTRIES,
     staleMs: 0,
-    refresh: 'caller',
+    expiredMs: READ_STALE_MS,
+    refresh: 'background',
   });
   return {
     ...store,

@@ -25,7 +25,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Lets settled promises' callbacks run (a background refresh that resolved at once). */
 const settle = () => sleep(0);
 
-const options: ReadCacheOptions = { ttlMs: 60_000, maxEntries: 100, staleMs: 60_000, refresh: 'background' };
+const options: ReadCacheOptions = {
+  ttlMs: 60_000,
+  maxEntries: 100,
+  staleMs: 60_000,
+  expiredMs: 60_000,
+  refresh: 'background',
+};
 
 /** A computation that reads `deps` and answers the next number of its own counter. */
 function counter(...deps: ChangeKey[]) {
@@ -234,6 +240,7 @@ describe('read cache', () => {
       ...options,
       ttlMs: 20,
       staleMs: 0,
+      expiredMs: 0,
       maxEntries: 2,
     });
     await expect(cache.get('x', () => Promise.reject(new Error('down')))).rejects.toThrow('down');
@@ -264,6 +271,29 @@ describe('read cache', () => {
     expect(await cache.get('page', () => Promise.resolve('v2'))).toBe('v1'); // refreshes again
     await settle();
     expect(await cache.get('page', () => Promise.resolve('unused'))).toBe('v2');
+  });
+
+  test('an expired entry is answered while it is refreshed; one a change made stale is not (staleMs 0)', async () => {
+    const signals = localSignals();
+    const cache = createReadCache<string>(signals, { ...options, ttlMs: 20, staleMs: 0, expiredMs: 200 });
+    /** A key row's lookup: it reads `identity`, as the API key cache's does. */
+    const lookup = (value: string | Promise<string>) => (track: DependencyTracker) => {
+      track.reads('identity');
+      return Promise.resolve(value);
+    };
+    await cache.get('key', lookup('row'));
+    await sleep(30);
+    const again = deferred<string>();
+    expect(await cache.get('key', lookup(again.promise))).toBe('row'); // expired: refreshed behind
+    expect(await cache.get('key', lookup('unused'))).toBe('row');
+    again.resolve('row again');
+    await settle();
+    expect(await cache.get('key', lookup('unused'))).toBe('row again');
+    signals.changed('identity');
+    expect(await cache.get('key', lookup('revoked'))).toBe('revoked');
+    // Expired long ago (past expiredMs): waits for the lookup.
+    await sleep(250);
+    expect(await cache.get('key', lookup('fresh'))).toBe('fresh');
   });
 
   test('a TTL of 0 caches nothing', async () => {

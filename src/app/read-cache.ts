@@ -14,8 +14,8 @@ import { EVERYTHING, type ChangeKey, type ChangeSignals } from './change-signals
  *   once per reader.
  * - **Bounded staleness.** A stale entry is still answered for `staleMs` after the first change it
  *   missed while its refresh runs; past that, readers wait for (join) the refresh. An entry also
- *   goes stale `ttlMs` after it was computed (a lost pub/sub message), and is then refreshed the
- *   same way.
+ *   expires `ttlMs` after it was computed (the bound if a pub/sub message is lost), and is then
+ *   answered for `expiredMs` more while it is refreshed the same way.
  * - **Read-your-writes.** An entry is never given to a viewer whose last write here (recent-
  *   writes.ts) is newer than the entry's computation start, stale or not: that viewer joins, or
  *   starts, a computation that began after its write.
@@ -49,6 +49,12 @@ export interface ReadCacheOptions {
    * refresh runs; 0: a stale entry is never answered (API keys: a revoked key must stop at once).
    */
   staleMs: number;
+  /**
+   * As `staleMs`, for an entry that no change touched but that expired (`ttlMs`): a key row that
+   * no revocation made stale may be answered while it is looked up again, so that the readers of a
+   * key never all wait for its lookup once a TTL.
+   */
+  expiredMs: number;
   /**
    * Who runs the refresh of a stale entry: `background` (nobody waits for it; the reader that found
    * it stale is answered the stale value too), or `caller` (that reader computes and waits, as on
@@ -211,9 +217,13 @@ export function createReadCache<T>(
       const since = signals.writes.since(viewer);
       const entry = entries.get(key);
       if (entry && entry.startedAt >= since) {
-        const staleAt = entry.staleSince ?? (now >= entry.expiresAt ? entry.expiresAt : undefined);
-        if (staleAt === undefined) return Promise.resolve(entry.value);
-        if (now - staleAt < options.staleMs) {
+        const { staleSince } = entry;
+        if (staleSince === undefined && now < entry.expiresAt) return Promise.resolve(entry.value);
+        const answerable =
+          staleSince === undefined
+            ? now - entry.expiresAt < options.expiredMs
+            : now - staleSince < options.staleMs;
+        if (answerable) {
           if (flights.has(key)) return Promise.resolve(entry.value);
           const refresh = start(key, compute).promise;
           if (options.refresh === 'caller') return refresh;

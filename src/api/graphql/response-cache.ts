@@ -82,6 +82,7 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
       ttlMs: deps.readCacheTtlMs,
       maxEntries: MAX_CACHED_ANSWERS,
       staleMs: READ_STALE_MS,
+      expiredMs: READ_STALE_MS,
       refresh: 'caller',
     }));
   const executions = new WeakMap<FastifyRequest, GraphQLContext>();

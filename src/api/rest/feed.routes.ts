@@ -33,6 +33,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
       ttlMs: deps.readCacheTtlMs,
       maxEntries: FEED_CACHE_MAX_PAGES,
       staleMs: READ_STALE_MS,
+      expiredMs: READ_STALE_MS,
       refresh: 'background',
     }));
 

@@ -1,5 +1,4 @@
-import type { Transaction } from 'kysely';
-import type { Database } from '../../adapters/postgres/database.js';
+import { sql } from 'kysely';
 import type { Db } from '../../adapters/postgres/db.js';
 import { postKey, type ChangeSignals } from '../change-signals.js';
 import {
@@ -21,6 +20,11 @@ export interface LikeChange extends LikeState {
  * row and its 'post.liked' / 'post.unliked' event commit together, and the event is written only
  * when the state changed, so repeating a like adds no engagement to analytics. Liking one's own
  * post is allowed (the spec is silent); the creator fund's anti-sybil rules discount it.
+ *
+ * The change is one statement (the post's check, the row and the event in data-modifying CTEs),
+ * not a transaction of four: under hundreds of likes a second a transaction held a pool connection
+ * for every round trip between its statements, and the reads waited behind them. The count is
+ * read after the commit, as the likes trigger left it (concurrent likes included).
  */
 export async function setLike(
   deps: { db: Db; changes: Pick<ChangeSignals, 'changed'> },
@@ -29,40 +33,32 @@ export async function setLike(
   liked: boolean,
 ): Promise<LikeChange> {
   const postId = parsePostId(rawPostId);
-  const change = await deps.db.transaction().execute(async (trx) => {
-    const post = await trx.selectFrom('posts').select('id').where('id', '=', postId).executeTakeFirst();
-    if (!post) throw unknownPost(postId);
-    const changed = liked
-      ? await trx
-          .insertInto('likes')
-          .values({ account_id: accountId, post_id: postId })
-          .onConflict((oc) => oc.columns(['account_id', 'post_id']).doNothing())
-          .returning('post_id')
-          .executeTakeFirst()
-      : await trx
-          .deleteFrom('likes')
-          .where('account_id', '=', accountId)
-          .where('post_id', '=', postId)
-          .returning('post_id')
-          .executeTakeFirst();
-    if (changed) {
-      await trx
-        .insertInto('domain_events')
-        .values({ type: likeEventType(liked), actor_id: accountId, post_id: postId })
-        .execute();
-    }
-    return { liked, likeCount: await likeCount(trx, postId), postId, changed: changed !== undefined };
-  });
-  if (change.changed) deps.changes.changed(postKey(postId)); // its like count
-  return change;
-}
-
-/** The post's stored like count, as this transaction's like or unlike left it (a trigger keeps it). */
-async function likeCount(trx: Transaction<Database>, postId: string): Promise<number> {
-  const { like_count } = await trx
+  const event = likeEventType(liked);
+  const change = liked
+    ? sql<{ found: boolean; changed: boolean }>`
+        WITH post AS (SELECT id FROM posts WHERE id = ${postId}),
+        changed AS (
+          INSERT INTO likes (account_id, post_id) SELECT ${accountId}, id FROM post
+          ON CONFLICT (account_id, post_id) DO NOTHING
+          RETURNING post_id),
+        event AS (
+          INSERT INTO domain_events (type, actor_id, post_id) SELECT ${event}, ${accountId}, post_id FROM changed)
+        SELECT EXISTS (SELECT 1 FROM post) AS found, EXISTS (SELECT 1 FROM changed) AS changed`
+    : sql<{ found: boolean; changed: boolean }>`
+        WITH post AS (SELECT id FROM posts WHERE id = ${postId}),
+        changed AS (
+          DELETE FROM likes WHERE account_id = ${accountId} AND post_id IN (SELECT id FROM post)
+          RETURNING post_id),
+        event AS (
+          INSERT INTO domain_events (type, actor_id, post_id) SELECT ${event}, ${accountId}, post_id FROM changed)
+        SELECT EXISTS (SELECT 1 FROM post) AS found, EXISTS (SELECT 1 FROM changed) AS changed`;
+  const [row] = (await change.execute(deps.db)).rows;
+  if (!row?.found) throw unknownPost(postId);
+  if (row.changed) deps.changes.changed(postKey(postId)); // its like count
+  const { like_count } = await deps.db
     .selectFrom('posts')
     .select('like_count')
     .where('id', '=', postId)
     .executeTakeFirstOrThrow();
-  return like_count;
+  return { liked, likeCount: like_count, postId, changed: row.changed };
 }

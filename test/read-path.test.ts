@@ -285,3 +285,28 @@ describe('SQL per page', () => {
     }
   });
 });
+
+describe('read-your-writes (read caches on, READ_CACHE_TTL_MS at its default)', () => {
+  test('a client sees its own post and like at once, while a cached page of the feed is kept for others', async () => {
+    const page = '/feed?sort=latest&limit=20';
+    const graphqlIds = async (who: Member) => {
+      const result = await h.gql(
+        who,
+        '{ feed(sort: LATEST, first: 20) { edges { node { id likeCount } } } }',
+      );
+      expect(result.errors).toBeUndefined();
+      return (result.data.feed.edges as Json[]).map((edge) => edge.node as Json);
+    };
+    // Cached before the writes, for readers and for the writers.
+    await get(bob, page);
+    await get(alice, page);
+    await graphqlIds(alice);
+    const id = await restPost(alice, { type: 'post', content: 'mine, at once' });
+    expect(ids((await get(alice, page)).body)).toContain(id);
+    expect((await graphqlIds(alice)).map((node) => node.id as string)).toContain(id);
+
+    expect((await h.call(bob, 'POST', `/posts/${id}/like`)).status).toBe(200);
+    expect((await get(bob, page)).body.posts[0]).toMatchObject({ id, like_count: 1 });
+    expect((await graphqlIds(bob))[0]).toMatchObject({ id, likeCount: 1 });
+  });
+});

@@ -60,7 +60,8 @@ const renewals = new WeakMap<FastifyRequest, NodeJS.Timeout>();
  * (workers/idempotency-purge.loop.ts).
  */
 export function registerIdempotency(api: FastifyInstance, deps: ApiDeps): void {
-  const leaseMs = idempotencyLeaseMs(deps.writeTimeoutMs);
+  // Read at request time: the OpenAPI printer registers routes with deps that refuse use.
+  const leaseMs = () => idempotencyLeaseMs(deps.writeTimeoutMs);
 
   api.addHook('preHandler', async (request, reply) => {
     if (!request.routeOptions.config.idempotent || !request.viewer) return;
@@ -80,9 +81,14 @@ export function registerIdempotency(api: FastifyInstance, deps: ApiDeps): void {
     const claim: IdempotencyClaim = { accountId, key, owner: randomUUID() };
 
     // Long enough to see a dead owner's lease, renewed just before it died, run out.
-    const deadline = Date.now() + leaseMs + 1_000;
+    const deadline = Date.now() + leaseMs() + 1_000;
     for (;;) {
-      if (await claimKey(deps.db, claim, requestHash, { leaseMs, ttlHours: IDEMPOTENCY_KEY_TTL_HOURS })) {
+      if (
+        await claimKey(deps.db, claim, requestHash, {
+          leaseMs: leaseMs(),
+          ttlHours: IDEMPOTENCY_KEY_TTL_HOURS,
+        })
+      ) {
         return own(request, claim);
       }
       const row = await readKey(deps.db, accountId, key);
@@ -101,7 +107,7 @@ export function registerIdempotency(api: FastifyInstance, deps: ApiDeps): void {
           .send(row.responseBody);
       }
       if (row.expired) {
-        const taken = await takeOverKey(deps.db, claim, row.owner, leaseMs);
+        const taken = await takeOverKey(deps.db, claim, row.owner, leaseMs());
         if (taken) {
           request.log.warn(
             { idempotencyKey: key, resumed: taken.resource ?? null },
@@ -124,13 +130,13 @@ export function registerIdempotency(api: FastifyInstance, deps: ApiDeps): void {
   function own(request: FastifyRequest, claim: IdempotencyClaim): void {
     request.idempotency = claim;
     const timer = setInterval(() => {
-      renewLease(deps.db, claim, leaseMs).then(
+      renewLease(deps.db, claim, leaseMs()).then(
         (owned) => {
           if (!owned) stopRenewing(request); // answered, or taken over: nothing left to hold
         },
         (error: unknown) => request.log.warn({ err: error }, 'Idempotency-Key lease not renewed'),
       );
-    }, leaseMs / 3);
+    }, leaseMs() / 3);
     timer.unref();
     renewals.set(request, timer);
   }

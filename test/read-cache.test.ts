@@ -189,7 +189,7 @@ describe('no herd while changes keep arriving', () => {
     // A second server whose read services go through the counting db; it hears the same signals.
     let server: FastifyInstance | undefined;
     try {
-      server = await buildServer({ ...h.env.app, db: counted });
+      server = await buildServer({ ...h.env.app, db: counted, readDb: counted });
       const base = await server.listen({ port: 0, host: '127.0.0.1' });
       const hot = (await latestIds(carol))[0]!;
       const run = async (read: () => Promise<void>) => {
@@ -232,6 +232,38 @@ describe('no herd while changes keep arriving', () => {
     } finally {
       await server?.close();
       await counted.destroy();
+    }
+  });
+});
+
+describe('reads on a pool of their own', () => {
+  test('feed pages, GraphQL reads and key lookups answer while every write connection is held', async () => {
+    const erin = await h.member('cache_erin_reader', 0n, ['read']); // a key no cache has seen
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // Every connection of the write path's pool (20), each inside a transaction that waits.
+    const held = Array.from({ length: 20 }, () =>
+      h.env.app.db.transaction().execute(async (trx) => {
+        await sql`SELECT 1`.execute(trx);
+        await gate;
+      }),
+    );
+    try {
+      await sleep(200);
+      const within = <T>(promise: Promise<T>) =>
+        Promise.race([
+          promise,
+          sleep(5_000).then(() => Promise.reject(new Error('waited for the write pool'))),
+        ]);
+      const rest = await within(page(erin, 'sort=latest&limit=7'));
+      expect(rest.posts).toHaveLength(7);
+      const graphql = await within(
+        h.gql(erin, '{ feed(sort: LATEST, first: 7) { edges { node { id author { handle } } } } }'),
+      );
+      expect(graphql.errors).toBeUndefined();
+    } finally {
+      release();
+      await Promise.all(held);
     }
   });
 });

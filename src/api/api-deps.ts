@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { LiveEvents } from '../adapters/redis/live-events.js';
 import type { ClickHouse } from '../adapters/clickhouse/index.js';
+import type { Db } from '../adapters/postgres/db.js';
 import type { PaymentsQueue } from '../adapters/redis/payments-queue.js';
 import type { RateLimiter } from '../adapters/redis/rate-limiter.js';
 import type { ChangeSignals } from '../app/change-signals.js';
@@ -45,6 +46,11 @@ export interface ApiDeps extends WritePathDeps {
   redisPrefix: string;
   /** Redis pub/sub of the GraphQL subscriptions (src/app/live-updates.ts). */
   liveEvents: LiveEvents;
+  /**
+   * A small pool of its own for the read path (feed pages, GraphQL reads, API key lookups): reads
+   * never queue behind the write path's statements for a connection (src/app/app.ts).
+   */
+  readDb: Db;
   /** Tells the read caches of every process that what they hold may be out of date. */
   changes: ChangeSignals;
   /** READ_CACHE_TTL_MS: how long a cached read may live without a change signal (0: no caching). */

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapters/clickhouse/index.js';
+import { createApiKeyStore } from '../adapters/postgres/api-keys.repository.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createRedis } from '../adapters/redis/index.js';
 import { createLiveEvents } from '../adapters/redis/live-events.js';
@@ -33,6 +34,8 @@ export interface App extends ApiDeps, LedgerCore {
 }
 
 const HEALTH_TIMEOUT_MS = 2_000;
+/** Connections of the read path's pool (readDb). */
+const READ_POOL_SIZE = 6;
 /**
  * A health report is answered again for this long instead of probing anew: /healthz and the
  * public GraphQL `health` field then cost at most four probes per interval however many callers
@@ -43,6 +46,14 @@ const HEALTH_MAX_AGE_MS = 2_000;
 export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   // 20: a paid write holds a connection for a few ms, and at hundreds per second 10 queue up.
   const db = createDb(stack.postgres.url, { max: 20 });
+  // The read path's own connections. Under hundreds of paid writes a second the pool above has a
+  // queue, and a feed page's refresh (or a key's lookup) waited behind every write queued before it:
+  // seconds, while a page is one statement of a millisecond. Reads are single-flight per cached
+  // entry, so a few connections serve any number of readers.
+  const readDb = createDb(stack.postgres.url, { max: READ_POOL_SIZE });
+  // Key lookups, and the throttled note of a key's last use, are on the request path of every
+  // read: they use it too.
+  const keysOnReadPool = createApiKeyStore(readDb);
   const redis = createRedis(stack.redis.url, 'client');
   if (!stack.clickhouse) throw new Error('openApp needs ClickHouse; this stack was started without it');
   const clickhouseTarget = stack.clickhouse;
@@ -108,13 +119,22 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     logger,
     stack,
     db,
+    readDb,
     redis,
     redisPrefix: config.REDIS_PREFIX,
     clickhouse,
     metrics,
     ...core,
     // READ_CACHE_TTL_MS=0 turns every read cache off, this one included.
-    apiKeys: cachedApiKeyStore(core.apiKeys, changes, config.READ_CACHE_TTL_MS),
+    apiKeys: cachedApiKeyStore(
+      {
+        ...core.apiKeys,
+        find: (id) => keysOnReadPool.find(id),
+        touch: (id, at) => keysOnReadPool.touch(id, at),
+      },
+      changes,
+      config.READ_CACHE_TTL_MS,
+    ),
     accounts: signallingAccountStore(core.accounts, changes),
     follows: signallingFollowStore(core.follows, changes),
     changes,
@@ -140,7 +160,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
       await payments.close();
       await changes.close();
       await liveEvents.close();
-      await Promise.allSettled([db.destroy(), redis.quit(), clickhouse.close()]);
+      await Promise.allSettled([db.destroy(), readDb.destroy(), redis.quit(), clickhouse.close()]);
     },
   };
 }

@@ -6,6 +6,7 @@ import { AppError } from '../../domain/errors.js';
 import type { PostView } from '../../domain/posts/post-reads.js';
 import type { RateLimitBucket } from '../../domain/rate-limits/rate-limit-policy.js';
 import type { ApiDeps } from '../api-deps.js';
+import { readDepsOf } from '../read-deps.js';
 import { toGraphqlError } from './errors.js';
 
 export type { Viewer };
@@ -22,6 +23,8 @@ export interface GraphQLContext {
    * same again (response-cache.ts).
    */
   spent: Array<{ bucket: RateLimitBucket; cost: number }>;
+  /** `deps` on the read path's own pool (read-deps.ts): what the post and feed reads use. */
+  readDeps: ApiDeps;
   /** Set by the response cache's plugin when this request's answer may be kept. */
   cacheable: boolean;
   /**
@@ -59,10 +62,11 @@ export async function createContext(
   track?: DependencyTracker,
 ): Promise<GraphQLContext> {
   const header = req.headers.authorization;
-  if (!header) return { deps, viewer: null, req, reply, spent: [], cacheable: false, track };
+  const readDeps = readDepsOf(deps);
+  if (!header) return { deps, readDeps, viewer: null, req, reply, spent: [], cacheable: false, track };
   try {
     const viewer = await authenticate(deps.apiKeys, header);
-    return { deps, viewer, req, reply, spent: [], cacheable: false, track };
+    return { deps, readDeps, viewer, req, reply, spent: [], cacheable: false, track };
   } catch (error) {
     if (error instanceof AppError) throw toGraphqlError(error, undefined, { http: { status: 401 } });
     throw error;

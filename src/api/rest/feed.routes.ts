@@ -6,6 +6,7 @@ import { accountKey, postKey } from '../../app/change-signals.js';
 import { createReadCache, READ_STALE_MS, type ReadCache } from '../../app/read-cache.js';
 import { parseFeedSort } from '../../domain/posts/read-cursors.js';
 import type { ApiDeps } from '../api-deps.js';
+import { readDepsOf } from '../read-deps.js';
 import { baseUrlOf } from './base-url.js';
 import { feedItem, pageQuery, postPage, singlePost, timelineItem } from './post-schemas.js';
 import { feedPageJson, singlePostView, timelineItemView } from './post-views.js';
@@ -62,7 +63,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
       const body = await feedPages().get(
         JSON.stringify([baseUrl, sort, cursor, limit]),
         async (track) => {
-          const page = await feedPage(deps, request.query);
+          const page = await feedPage(readDepsOf(deps), request.query);
           // A trending page is the snapshot's; a latest page with a cursor is a fixed window of
           // (created_at, id) that new posts never enter (they are newer); the first latest page
           // is what a new post changes. Every page shows its posts' counts and authors.
@@ -91,7 +92,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
         response: { 200: singlePost, 404: errorBody, ...authErrors },
       },
     },
-    async (request) => singlePostView(await getPost(deps, request.params.id), baseUrlOf(request)),
+    async (request) => singlePostView(await getPost(readDepsOf(deps), request.params.id), baseUrlOf(request)),
   );
 
   api.get<{ Params: { handle: string }; Querystring: PageQuery }>(
@@ -109,7 +110,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request) => {
-      const page = await userTimeline(deps, request.params.handle, request.query);
+      const page = await userTimeline(readDepsOf(deps), request.params.handle, request.query);
       const baseUrl = baseUrlOf(request);
       return {
         posts: page.items.map((item) => timelineItemView(item, baseUrl)),

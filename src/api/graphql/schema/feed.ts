@@ -63,7 +63,7 @@ builder.queryFields((t) => ({
       args: { sort: t.arg({ type: FeedSortEnum, required: true, defaultValue: 'trending' }) },
       resolve: async (_root, args, ctx) => {
         const input = pageInput(args);
-        const page = await withAfterArgument(() => feedPage(ctx.deps, { sort: args.sort, ...input }));
+        const page = await withAfterArgument(() => feedPage(ctx.readDeps, { sort: args.sort, ...input }));
         // As REST's feed pages: a trending page is its snapshot's, a latest page with a cursor a
         // window new posts never enter, the first latest page what a new post changes.
         if (args.sort === 'trending') readsKey(ctx, 'trending');
@@ -88,8 +88,8 @@ builder.queryFields((t) => ({
     args: { first: t.arg.int() },
     resolve: async (_root, args, ctx) => {
       const { limit } = pageInput({ first: args.first });
-      const ranked = await trendingFeedPage(ctx.deps, { limit });
-      const posts = await hydratePosts(ctx.deps, ranked.postIds);
+      const ranked = await trendingFeedPage(ctx.readDeps, { limit });
+      const posts = await hydratePosts(ctx.readDeps, ranked.postIds);
       readsKey(ctx, 'trending');
       readsPosts(ctx, posts);
       // The page already knows these posts and scores: later Post fields need no second read.
@@ -146,7 +146,7 @@ builder.objectField(AccountRef, 'posts', (t) =>
         'The profile timeline (REST GET /users/{handle}/posts): posts, replies, quotes and reposts merged newest first; `first` 1 to 50 (default 20). Page on with `after: pageInfo.endCursor` (only the last edge of a page that has more carries a cursor).',
       resolve: async (account, args, ctx) => {
         const input = pageInput(args);
-        const page = await withAfterArgument(() => userTimeline(ctx.deps, account.handle, input));
+        const page = await withAfterArgument(() => userTimeline(ctx.readDeps, account.handle, input));
         readsKey(ctx, timelineKey(account.id));
         readsKey(ctx, accountKey(account.id)); // repostedBy
         readsPosts(
@@ -174,7 +174,7 @@ builder.objectField(PostRef, 'replies', (t) =>
         'Replies to this post, oldest first; `first` 1 to 50 (default 20), `after` an edge cursor or `pageInfo.endCursor`. Costs two statements per post it is asked on: select it on a single post.',
       resolve: async (post, args, ctx) => {
         const input = pageInput(args);
-        const page = await withAfterArgument(() => repliesPage(ctx.deps, post.id, input));
+        const page = await withAfterArgument(() => repliesPage(ctx.readDeps, post.id, input));
         // A new or hidden reply changes `post:<parent>` (its reply count).
         readsKey(ctx, postKey(post.id));
         readsPosts(ctx, page.items);

@@ -20,7 +20,7 @@ export const postLoader = createContextCache(
     new DataLoader<string, PostView | null>(async (ids) => {
       // Asked for by id: a post not shown (unknown, failed) is `post:<id>` too.
       for (const id of ids) readsKey(ctx, postKey(id));
-      const views = await hydratePosts(ctx.deps, ids);
+      const views = await hydratePosts(ctx.readDeps, ids);
       readsPosts(ctx, views);
       const byId = new Map(views.map((view) => [view.id, view]));
       // Unknown posts and posts whose payment failed are null, as REST shows them nowhere.
@@ -33,7 +33,7 @@ export const accountLoader = createContextCache(
   (ctx: GraphQLContext) =>
     new DataLoader<string, Account>(async (ids) => {
       for (const id of ids) readsKey(ctx, accountKey(id));
-      const accounts = await loadAccounts(ctx.deps, ids);
+      const accounts = await loadAccounts(ctx.readDeps, ids);
       return ids.map((id) => accounts.get(id) ?? new Error(`No account ${id}`));
     }),
 );
@@ -45,7 +45,7 @@ export const likedLoader = createContextCache(
       const viewer = ctx.viewer;
       // Without a viewer nobody has liked anything; no statement is spent.
       if (!viewer) return postIds.map(() => false);
-      const liked = await likedPostIds(ctx.deps, viewer.accountId, postIds);
+      const liked = await likedPostIds(ctx.readDeps, viewer.accountId, postIds);
       return postIds.map((id) => liked.has(id));
     }),
 );
@@ -55,6 +55,6 @@ export const trendingScoreLoader = createContextCache(
   (ctx: GraphQLContext) =>
     new DataLoader<string, number | null>((postIds) => {
       readsKey(ctx, 'trending');
-      return currentTrendingScores(ctx.deps, postIds);
+      return currentTrendingScores(ctx.readDeps, postIds);
     }),
 );

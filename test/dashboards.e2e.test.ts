@@ -223,6 +223,8 @@ describe('dashboards in Chromium', () => {
       await settleShipReconcile();
 
       await page.click('#refresh');
+      // The cards, chart and tables load in parallel: the refresh is over when its button is usable again.
+      await page.waitForSelector('#refresh:not([disabled])');
       await page.waitForSelector('#earnings-chart[data-state="ready"] figure.chart canvas');
       const label = (await page.getAttribute('#earnings-chart figure.chart', 'aria-label'))!;
       expect(label).toContain('$2.00 in total');

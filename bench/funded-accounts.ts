@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { fundUsdc } from '../src/adapters/solana/index.js';
+import { fundUsdc, type PlatformChain } from '../src/adapters/solana/index.js';
+import type { LedgerCore } from '../src/app/ledger-core.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import type { RunningService } from '../src/service.js';
 
 /** An account a benchmark pays with, and its API key (every scope). */
 export interface Member {
@@ -16,7 +16,8 @@ export interface Member {
  * the deposit recorded in the ledger, as a deposit the indexer saw would be: they can pay at once.
  */
 export async function fundedMembers(
-  service: RunningService,
+  // The stores and chain only: an in-process service, or a core opened beside a running one (chaos).
+  service: { app: LedgerCore; platform: PlatformChain },
   count: number,
   fundingMicro: bigint,
 ): Promise<Member[]> {

@@ -27,7 +27,8 @@
  * reads: sent, answered 2xx, and the rate achieved (2xx answered inside the window, per second).
  * The phase fails when the writer fell behind its schedule (a request more than 1 s late) or the
  * service did (under 90% of the offered rate answered 2xx inside the window: the rest queued):
- * then the stated load was offered but not served. The plain server is measured with nothing written, the machine's ceiling. Between
+ * then the stated load was offered but not served. The plain server is measured with nothing written, the machine's ceiling
+ * (the targets' base); for information it is measured again under the same writes. Between
  * measurements the payments backlog settles (no outbox row left unsent). First, not counted, each
  * route is read for BENCH_WARMUP_SECONDS while the writer runs at the low rate. A missed target
  * exits 1.
@@ -274,7 +275,6 @@ async function main(): Promise<number> {
         const plain = await plainServer(bytes);
         // The same requests (method, headers, body) as the route gets: the same client work.
         const ceiling = await load(plain.url, settings.seconds, route.options);
-        await plain.close();
 
         const cpuAtStart = cpuTimes();
         // The service runs in this process: its event loop's delays tell a CPU-bound service (long
@@ -293,6 +293,18 @@ async function main(): Promise<number> {
           measured = await load(route.url, settings.seconds, route.options);
         }
         loopDelay.disable();
+        // For information, not the target: the plain server again, while the service does the
+        // same writes. It tells what the writes take from the machine (the sockets of both
+        // sides, Postgres, the localnet) from what they take from the read path itself.
+        let plainUnderWrites: Load | undefined;
+        if (phase.rates) {
+          await settle(service);
+          await writer.start(phase.rates, settings.leadMs);
+          await sleep(settings.leadMs);
+          plainUnderWrites = await load(plain.url, settings.seconds, route.options);
+          await writer.stop();
+        }
+        await plain.close();
         const sessions = await pgActivity.stop();
         const cpu =
           describeCpu(cpuAtStart, cpuTimes()) +
@@ -339,6 +351,13 @@ async function main(): Promise<number> {
           for (const [outcome, n] of [...writes.posts.other, ...writes.likes.other].slice(0, 5)) {
             console.log(`       ! ${n} x ${outcome}`);
           }
+        }
+        if (plainUnderWrites) {
+          console.log(
+            `       for information: the plain server under the same writes ${plainUnderWrites.requestsPerSecond.toFixed(0)} req/s` +
+              ` (${((plainUnderWrites.requestsPerSecond / ceiling.requestsPerSecond) * 100).toFixed(1)}% of it with nothing written);` +
+              ` the route = ${((measured.requestsPerSecond / plainUnderWrites.requestsPerSecond) * 100).toFixed(1)}% of it`,
+          );
         }
         console.log(`       ${cpu}`);
         console.log(`       ${sessions}`);

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { onChainUsdc, settledMoney } from './support/balances.js';
+import { expectedBalances, legBalance, outboxRows } from './support/books.js';
 import { paymentsSettled } from './support/settled.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 
@@ -168,18 +169,6 @@ function burst(
   return requests;
 }
 
-/** Sum of every leg, and the movements whose legs do not sum to zero (per currency). */
-async function legBalance(): Promise<{ total: string; unbalanced: unknown[] }> {
-  const db = h.env.app.db;
-  const { rows: total } = await sql<{ total: string }>`
-    SELECT coalesce(sum(amount), 0)::text AS total FROM ledger_legs`.execute(db);
-  const { rows: unbalanced } = await sql<{ movement_id: string; currency: string; total: string }>`
-    SELECT l.movement_id, a.currency, sum(l.amount)::text AS total
-      FROM ledger_legs l JOIN ledger_accounts a ON a.id = l.ledger_account_id
-     GROUP BY l.movement_id, a.currency HAVING sum(l.amount) <> 0`.execute(db);
-  return { total: total[0]?.total ?? 'none', unbalanced };
-}
-
 /** Posts whose stored counters differ from a fresh count of the rows (none of them failed). */
 async function counterDrift(): Promise<unknown[]> {
   const { rows } = await sql<Record<string, unknown>>`
@@ -249,10 +238,7 @@ test(
     const paid = answers.filter((a) => PAID.has(a.kind));
     const signatures = paid.map((a) => a.body.swap_tx as string);
     expect(new Set(signatures).size).toBe(paid.length);
-    const outbox = await h.env.app.db
-      .selectFrom('chain_transactions')
-      .select(['signature', 'status'])
-      .execute();
+    const outbox = await outboxRows(h.env.app.db);
     expect(outbox.filter((row) => row.status !== 'confirmed')).toEqual([]);
     expect(outbox.map((row) => row.signature).sort()).toEqual([...signatures].sort());
     for (let i = 0; i < signatures.length; i += 200) {
@@ -261,11 +247,7 @@ test(
     }
 
     // Each account holds what its answers say it paid and was paid, in the ledger and on chain.
-    const expected = new Map(funded);
-    for (const a of paid) {
-      expected.set(a.who, expected.get(a.who)! - a.debitMicro);
-      if (a.credit) expected.set(a.credit.to, expected.get(a.credit.to)! + a.credit.micro);
-    }
+    const expected = expectedBalances(funded, paid);
     for (const m of members) {
       const money = await settledMoney(h.env.app, m.account.id);
       const chain = await onChainUsdc(h.env.app, h.platform, m.account.walletAddress);
@@ -281,7 +263,7 @@ test(
         chain: expected.get(m),
       });
     }
-    expect(await legBalance()).toEqual({ total: '0', unbalanced: [] });
+    expect(await legBalance(h.env.app.db)).toEqual({ total: '0', unbalanced: [] });
 
     // The stored counters equal the rows; each target got every fan's repost, replies and quote.
     expect(await counterDrift()).toEqual([]);

@@ -277,7 +277,7 @@ describe('creator fund', { timeout: 120_000 }, () => {
     const reply = await createPaidPost(h.env.app, gina.account.id, {
       type: 'reply',
       content: 'a reply that never gets paid',
-      parent_id: target,
+      parentId: target,
     });
     const repost = await repostPost(h.env.app, gina.account.id, target);
     const epoch = await closedWindow(start);

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { HttpExposure } from '../src/api/api-deps.js';
+import type { HttpExposure } from '../src/app/api-deps.js';
 import { buildServer } from '../src/api/server.js';
 import { httpExposureOf } from '../src/app/app.js';
 import { loadConfig } from '../src/config/index.js';

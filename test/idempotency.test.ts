@@ -410,7 +410,12 @@ describe('an Idempotency-Key whose first request died', () => {
 
     const sendBody = { to_handle: friend.handle, amount_usd: 0.5 };
     const sendOwner = await inFlight(who, 'k-send', '/send', '/send', sendBody, 'alive');
-    const send = await sendUsdc(env.app, who.id, sendBody, sendOwner);
+    const send = await sendUsdc(
+      env.app,
+      who.id,
+      { toHandle: friend.handle, amountMicro: 500_000n },
+      sendOwner,
+    );
     await died(sendOwner);
     const sendRetry = await keyed(who, '/send', 'k-send', sendBody);
     expect(sendRetry.status).toBe(201);

@@ -25,7 +25,7 @@ beforeAll(async () => {
   const author = await fundedAccount(env.app, platform, 'cli_author', 3_000_000n);
   const fan = await fundedAccount(env.app, platform, 'cli_fan', 3_000_000n);
   const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'hello' });
-  const reply = await createPaidPost(env.app, fan.id, { type: 'reply', content: 'hi', parent_id: post.id });
+  const reply = await createPaidPost(env.app, fan.id, { type: 'reply', content: 'hi', parentId: post.id });
   const tampered = await createPaidPost(env.app, fan.id, { type: 'post', content: 'short' });
   await replaceSignedPayment(env.app, platform, tampered.chainTransactionId, fan, [
     { owner: platform.signers.treasury.publicKey, amountMicro: 700_000n },

@@ -9,7 +9,7 @@ import {
 import { commitPaidWrite } from '../src/app/write-path/payment-transaction.js';
 import { AppError } from '../src/domain/errors.js';
 import { paidEngagementLegs, reversalLegs, type Leg } from '../src/domain/ledger/ledger.js';
-import type { LedgerStore } from '../src/domain/ledger/ledger.service.js';
+import type { LedgerStore } from '../src/domain/ledger/ledger-store.port.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;

@@ -13,7 +13,7 @@ import {
   UnbalancedMovementError,
   type Leg,
 } from '../src/domain/ledger/ledger.js';
-import type { LedgerStore } from '../src/domain/ledger/ledger.service.js';
+import type { LedgerStore } from '../src/domain/ledger/ledger-store.port.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;

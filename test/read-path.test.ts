@@ -228,7 +228,7 @@ describe('payments that failed on chain', () => {
     const failedReply = await createPaidPost(h.env.app, carol.account.id, {
       type: 'reply',
       content: 'doomed reply',
-      parent_id: parent,
+      parentId: parent,
     });
     await drainOnChain(h.env.app, h.platform, carol.account, 2_000_000n);
     expect(await settlePayment(h.env.app, failedPost.chainTransactionId)).toBe('failed');

@@ -69,12 +69,12 @@ describe('reconciliation', () => {
     const reply = await createPaidPost(env.app, fan.id, {
       type: 'reply',
       content: 'hi',
-      parent_id: parent.id,
+      parentId: parent.id,
     });
     const quote = await createPaidPost(env.app, fan.id, {
       type: 'quote',
       content: 'look',
-      quoted_post_id: parent.id,
+      quotedPostId: parent.id,
     });
     for (const p of [parent, reply, quote])
       expect(await settlePayment(env.app, p.chainTransactionId)).toBe('confirmed');

@@ -85,7 +85,7 @@ describe('settlePayment', () => {
     const reply = await createPaidPost(env.app, fan.id, {
       type: 'reply',
       content: 'nice',
-      parent_id: parent.id,
+      parentId: parent.id,
     });
     expect(await env.app.ledger.money(author.id)).toMatchObject({
       availableMicro: 1_000_000n,

@@ -211,7 +211,7 @@ describe('counters after a mixed run of writes through the API', () => {
     const shown = await createPaidPost(h.env.app, fan.account.id, {
       type: 'reply',
       content: 'counted, then not',
-      parent_id: p2,
+      parentId: p2,
     });
     expect((await call(ann, 'GET', `/posts/${p2}`)).body).toMatchObject({ reply_count: 1 });
     expect((await call(ann, 'GET', '/users/sc_fan')).body).toMatchObject({ post_count: 1 });

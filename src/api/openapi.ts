@@ -1,5 +1,5 @@
 import pino from 'pino';
-import type { ApiDeps } from './api-deps.js';
+import type { ApiDeps } from '../app/api-deps.js';
 import { buildServer } from './server.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { ApiDeps } from './api-deps.js';
+import type { ApiDeps } from '../app/api-deps.js';
 
 const readDeps = new WeakMap<ApiDeps, ApiDeps>();
 

@@ -10,7 +10,7 @@ import Fastify, {
 import type { DependencyTracker } from '../app/read-cache.js';
 import { AppError } from '../domain/errors.js';
 import { publicHealthReport } from '../domain/health/health.service.js';
-import type { ApiDeps } from './api-deps.js';
+import type { ApiDeps } from '../app/api-deps.js';
 import { httpStatusOf, type ErrorBody } from './error-map.js';
 import { registerDashboards } from './dashboards/dashboard.routes.js';
 import { createLiveStreams, type StreamSlot } from './graphql/live-streams.js';
@@ -20,7 +20,8 @@ import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
 import { registerRestRoutes } from './rest/routes.js';
 import { trustProxyHops } from './trust-proxy.js';
-import { usdNumber } from './rest/views.js';
+import { insufficientBalanceOf } from '../domain/ledger/insufficient-balance.js';
+import { usdNumber } from './http-views.js';
 
 const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const GRAPHQL_PATH = '/graphql';
@@ -264,15 +265,15 @@ function checkMetricsAccess(request: FastifyRequest, token: string | undefined):
 export function toErrorResponse(error: unknown): { status: number; body: ErrorBody } {
   if (error instanceof AppError) {
     const body: ErrorBody & Record<string, unknown> = { error: error.code, message: error.message };
-    // The write path's 402 tells the client what it has and what it needed, in dollars.
-    if (error.code === 'insufficient_balance' && typeof error.details.balanceMicro === 'string') {
-      body.balance_usd = usdNumber(BigInt(error.details.balanceMicro));
-      body.required_usd = usdNumber(BigInt(String(error.details.requiredMicro)));
-    }
-    // Its native variant (a swap): token base units, as strings of digits like amount_tokens.
-    if (error.code === 'insufficient_balance' && typeof error.details.balanceTokens === 'string') {
-      body.balance_tokens = error.details.balanceTokens;
-      body.required_tokens = String(error.details.requiredTokens);
+    // A 402 tells the client what it has and what it needed: USDC in dollars; the native token (a
+    // swap) in base units, as strings of digits like amount_tokens.
+    const refusal = insufficientBalanceOf(error);
+    if (refusal?.currency === 'usdc') {
+      body.balance_usd = usdNumber(refusal.available);
+      body.required_usd = usdNumber(refusal.required);
+    } else if (refusal) {
+      body.balance_tokens = refusal.available.toString();
+      body.required_tokens = refusal.required.toString();
     }
     return { status: httpStatusOf[error.code], body };
   }
@@ -294,5 +295,41 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
     }
     return { status, body: { error: 'invalid_request', message: fastifyError.message ?? 'Invalid request' } };
   }
+  if (backingServiceDown(error)) {
+    // Postgres or Redis restarting is the client's cue to retry (with its Idempotency-Key), not a
+    // bug: 503 like every other 'unavailable', naming no host, port or socket path.
+    return {
+      status: 503,
+      body: { error: 'unavailable', message: 'A backing service is unavailable; try again shortly' },
+    };
+  }
   return { status: 500, body: { error: 'internal', message: 'Internal server error' } };
+}
+
+/** Node's socket errors for a peer that is down or went away. */
+const LOST_CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
+/**
+ * Postgres SQLSTATEs of a server going away: class 08 (connection exception), 57P01 admin_shutdown
+ * ("terminating connection due to unexpected postmaster exit" after a postmaster crash),
+ * 57P02 crash_shutdown, 57P03 cannot_connect_now (starting up, crash recovery).
+ */
+const POSTGRES_DOWN = /^(08[0-9A-Z]{3}|57P0[123])$/;
+
+/** A lost or refused connection to Postgres or Redis (pg's own errors have no code). */
+function backingServiceDown(error: unknown): boolean {
+  for (
+    let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 3;
+    depth++
+  ) {
+    if (typeof e.code === 'string' && (LOST_CONNECTION_CODES.has(e.code) || POSTGRES_DOWN.test(e.code)))
+      return true;
+    if (
+      typeof e.message === 'string' &&
+      /^Connection terminated( unexpectedly| due to connection timeout)?$/.test(e.message)
+    )
+      return true;
+    e = e.cause as typeof e;
+  }
+  return false;
 }

@@ -20,7 +20,7 @@ import type { Config } from '../config/index.js';
 import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
 import type { ApiKeyStore } from '../domain/auth/api-keys.service.js';
 import type { FollowStore } from '../domain/follows/follows.service.js';
-import type { LedgerStore } from '../domain/ledger/ledger.service.js';
+import type { LedgerStore } from '../domain/ledger/ledger-store.port.js';
 import { resolveMasterKey } from './master-key.js';
 
 /** The stores and chain services every entry point shares: the API process and the CLI alike. */

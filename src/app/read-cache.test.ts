@@ -183,6 +183,42 @@ describe('read cache', () => {
     expect(computations * 20).toBeLessThan(reads);
   });
 
+  test('refreshEveryMs: changes within the floor share one refresh; a writer still reads its write', async () => {
+    const signals = localSignals();
+    const cache = createReadCache<number>(signals, { ...options, staleMs: 500, refreshEveryMs: 100 });
+    let computations = 0;
+    const compute = (track: DependencyTracker) => {
+      track.reads('latest');
+      return Promise.resolve(++computations);
+    };
+    const until = Date.now() + 450;
+    let reads = 0;
+    const writer = (async () => {
+      while (Date.now() < until) {
+        signals.changed('latest');
+        await sleep(2);
+      }
+    })();
+    const reader = async () => {
+      while (Date.now() < until) {
+        await cache.get('latest-page', compute);
+        reads += 1;
+        await sleep(1);
+      }
+    };
+    await Promise.all([writer, ...Array.from({ length: 20 }, reader)]);
+    // The entry was stale all the time; computations are instant, yet at most one per 100 ms.
+    expect(reads).toBeGreaterThan(500);
+    expect(computations).toBeGreaterThanOrEqual(4);
+    expect(computations).toBeLessThanOrEqual(6);
+
+    // A viewer who writes is not held by the floor: the entry is not answered to it.
+    signals.writes.record('alice');
+    signals.changed('latest');
+    const before = computations;
+    expect(await cache.get('latest-page', compute, 'alice')).toBe(before + 1);
+  });
+
   test('a viewer who wrote after an entry began never gets it; others still do', async () => {
     const signals = localSignals();
     const cache = createReadCache<string>(signals, options);

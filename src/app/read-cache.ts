@@ -62,6 +62,15 @@ export interface ReadCacheOptions {
    * bound to the request that runs them (a GraphQL execution spends its caller's rate limit).
    */
   refresh: 'background' | 'caller';
+  /**
+   * The least time between the starts of two computations of one key while a stale entry may be
+   * answered (0 or unset: none). Under a steady write rate a hot entry is stale again as soon as
+   * it is stored; without a floor it is recomputed back to back, as many times a second as
+   * changes arrive (20 posts/s and 40 likes/s on the first latest page's posts made ~60 refreshes
+   * a second of one page). With it the changes of that time share one refresh. It must stay well
+   * under `staleMs`, so that readers still almost never wait.
+   */
+  refreshEveryMs?: number;
 }
 
 /**
@@ -73,6 +82,14 @@ export interface ReadCacheOptions {
  */
 export const READ_STALE_MS = 500;
 
+/**
+ * The least time between two refreshes of one stale feed page or GraphQL answer: the changes of
+ * that time share one computation (at most 10 a second per hot key, however fast writes arrive),
+ * and another viewer sees a change at most this much later than without it. A viewer who wrote
+ * is never answered a stale entry, so this never delays reading one's own writes.
+ */
+export const READ_REFRESH_EVERY_MS = 100;
+
 /** A tracker that records nothing: the cache is off. */
 const UNTRACKED: DependencyTracker = { reads: () => {}, keepNot: () => {} };
 
@@ -83,6 +100,8 @@ interface Entry<T> {
   value: T;
   /** The write clock (recent-writes.ts) when its computation started. */
   startedAt: number;
+  /** Date.now() when its computation started. */
+  computedAt: number;
   deps: ReadonlySet<string>;
   /** Date.now() after which it is stale without any change. */
   expiresAt: number;
@@ -93,6 +112,8 @@ interface Entry<T> {
 interface Flight<T> {
   promise: Promise<T>;
   startedAt: number;
+  /** Date.now() when it started. */
+  startedAtMs: number;
   /** Keys changed while it ran, with when each first changed. */
   missed: Map<string, number>;
   /** When everything changed while it ran (`*`, or too many keys to list). */
@@ -103,6 +124,7 @@ export function createReadCache<T>(
   signals: Pick<ChangeSignals, 'onChange' | 'writes'>,
   options: ReadCacheOptions,
 ): ReadCache<T> {
+  const refreshEveryMs = options.refreshEveryMs ?? 0;
   const entries = new Map<string, Entry<T>>();
   /** Change key -> cache keys of the entries that read it. */
   const dependents = new Map<string, Set<string>>();
@@ -163,6 +185,7 @@ export function createReadCache<T>(
     entries.set(key, {
       value,
       startedAt: flight.startedAt,
+      computedAt: flight.startedAtMs,
       deps,
       expiresAt: Date.now() + options.ttlMs,
       staleSince,
@@ -187,6 +210,7 @@ export function createReadCache<T>(
     const flight: Flight<T> = {
       promise: undefined as unknown as Promise<T>,
       startedAt: signals.writes.now(),
+      startedAtMs: Date.now(),
       missed: new Map(),
       missedAll: undefined,
     };
@@ -224,7 +248,9 @@ export function createReadCache<T>(
             ? now - entry.expiresAt < options.expiredMs
             : now - staleSince < options.staleMs;
         if (answerable) {
-          if (flights.has(key)) return Promise.resolve(entry.value);
+          // One refresh at a time, and not before the floor: the changes meanwhile wait for it.
+          if (flights.has(key) || now - entry.computedAt < refreshEveryMs)
+            return Promise.resolve(entry.value);
           const refresh = start(key, compute).promise;
           if (options.refresh === 'caller') return refresh;
           refresh.catch(() => {}); // its readers (past the bound) see the error; nobody waits here

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapters/clickhouse/index.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
-import { createMetrics, type Metrics } from '../api/metrics.js';
+import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { ChangeSignals } from '../app/change-signals.js';
 import { createLedgerCore, type LedgerCore } from '../app/ledger-core.js';
 import { readConfig, type Config } from '../config/index.js';

@@ -3,7 +3,7 @@ import {
   reconciliationExceptions,
   reconciliationSummary,
   type ReconciliationRow,
-} from '../app/indexer/analytics-reads.js';
+} from '../app/analytics/analytics-reads.js';
 import { RECONCILIATION_STATUSES } from '../domain/reconciliation/reconciliation.js';
 import { formatMicroUsd } from '../domain/money/usd.js';
 import { withIndexerContext } from './indexer-context.js';

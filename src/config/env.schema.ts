@@ -1,9 +1,9 @@
 import { z } from 'zod';
 
 /**
- * Every environment variable Ledgerfeed reads, with its default. The README's variable table and
- * docker-compose.yml are checked against this object by test/config.test.ts: add a variable here
- * first, then document it there.
+ * Every environment variable Ledgerfeed reads, with its default. The variable table of
+ * docs/configuration.md and docker-compose.yml are checked against this object by
+ * test/config-docs.test.ts: add a variable here first, then document it there.
  */
 const url = (protocols: readonly string[]) =>
   z

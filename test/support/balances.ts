@@ -17,7 +17,11 @@ export async function settledMoney(app: App, accountId: string): Promise<Account
  * The owner's balance of `mint` on chain, in base units, once every payment in flight has settled.
  * 0 when the owner has no token account (a wallet nobody paid yet has none).
  */
-async function onChainTokens(app: App, mint: PublicKey, owner: string | PublicKey): Promise<bigint> {
+async function onChainTokens(
+  app: Pick<App, 'db' | 'rpc'>,
+  mint: PublicKey,
+  owner: string | PublicKey,
+): Promise<bigint> {
   await paymentsSettled(app.db);
   const ata = associatedTokenAccount(mint, typeof owner === 'string' ? new PublicKey(owner) : owner);
   if (!(await tokenAccountExists(app, ata))) return 0n;
@@ -28,7 +32,7 @@ async function onChainTokens(app: App, mint: PublicKey, owner: string | PublicKe
 }
 
 /** Whether a token account exists on chain (commitment confirmed). */
-export async function tokenAccountExists(app: App, address: PublicKey): Promise<boolean> {
+export async function tokenAccountExists(app: Pick<App, 'rpc'>, address: PublicKey): Promise<boolean> {
   const { value } = await app.rpc.call<{ value: unknown }>('getAccountInfo', [
     address.toBase58(),
     { encoding: 'base64', commitment: 'confirmed' },
@@ -37,8 +41,11 @@ export async function tokenAccountExists(app: App, address: PublicKey): Promise<
 }
 
 /** The owner's USDC on chain, in micro-USD, once every payment in flight has settled. */
-export const onChainUsdc = (app: App, platform: PlatformChain, owner: string | PublicKey) =>
-  onChainTokens(app, platform.usdcMint, owner);
+export const onChainUsdc = (
+  app: Pick<App, 'db' | 'rpc'>,
+  platform: PlatformChain,
+  owner: string | PublicKey,
+) => onChainTokens(app, platform.usdcMint, owner);
 
 /** The owner's native tokens on chain, in base units, once every payment in flight has settled. */
 export const onChainNative = (app: App, platform: PlatformChain, owner: string | PublicKey) =>

@@ -1,4 +1,4 @@
-import type { FollowStore, Page, PageRequest } from '../../domain/follows/follows.service.js';
+import type { EdgePage, FollowStore, PageRequest } from '../../domain/follows/follows.service.js';
 import type { Account } from '../../domain/accounts/account.js';
 import { toAccount } from './accounts.repository.js';
 import type { Db } from './db.js';
@@ -23,7 +23,7 @@ export function createFollowStore(db: Db): FollowStore {
     side: 'followers' | 'following',
     accountId: string,
     page: PageRequest,
-  ): Promise<Page<Account>> => {
+  ): Promise<EdgePage<Account>> => {
     const [mine, theirs] =
       side === 'followers'
         ? (['followee_id', 'follower_id'] as const)

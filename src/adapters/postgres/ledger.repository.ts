@@ -1,10 +1,9 @@
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { AccountMoney } from '../../domain/accounts/account.js';
-import { AppError } from '../../domain/errors.js';
+import type { AppError } from '../../domain/errors.js';
 import { assertBalanced, currencyOf, type Currency, type Leg } from '../../domain/ledger/ledger.js';
-import type { LedgerStore, MovementInput } from '../../domain/ledger/ledger.service.js';
-import { formatNativeUnits } from '../../domain/money/native.js';
-import { formatMicroUsd } from '../../domain/money/usd.js';
+import type { LedgerStore, MovementInput } from '../../domain/ledger/ledger-store.port.js';
+import { insufficientBalance } from '../../domain/ledger/insufficient-balance.js';
 import type { Database } from './database.js';
 import type { Db } from './db.js';
 
@@ -111,21 +110,7 @@ export function ledgerRefusal(error: unknown): AppError | undefined {
   const pgError = error as { code?: string; detail?: string };
   if (pgError.code !== INSUFFICIENT_BALANCE || !pgError.detail) return undefined;
   const detail = JSON.parse(pgError.detail) as { currency: Currency; available: string; required: string };
-  const [available, required] = [BigInt(detail.available), BigInt(detail.required)];
-  if (detail.currency === 'native') {
-    // The native variant of the 402: token base units as strings (a 9-decimal amount can pass
-    // 2^53), under names that say the unit.
-    return new AppError(
-      'insufficient_balance',
-      `Insufficient native token balance: ${formatNativeUnits(available)} available, ${formatNativeUnits(required)} required`,
-      { currency: 'native', balanceTokens: available.toString(), requiredTokens: required.toString() },
-    );
-  }
-  return new AppError(
-    'insufficient_balance',
-    `Insufficient balance: $${formatMicroUsd(available)} available, $${formatMicroUsd(required)} required`,
-    { balanceMicro: available.toString(), requiredMicro: required.toString() },
-  );
+  return insufficientBalance(detail.currency, BigInt(detail.available), BigInt(detail.required));
 }
 
 /**

@@ -1,5 +1,5 @@
-import { sql, type Selectable } from 'kysely';
-import type { ChainTransactionsTable } from './database.js';
+import { sql, type Selectable, type Transaction } from 'kysely';
+import type { ChainTransactionsTable, Database } from './database.js';
 import type { Db } from './db.js';
 import { releaseHeldCreditsSql } from './ledger.repository.js';
 
@@ -57,4 +57,58 @@ export async function outboxRows(
     .where('id', 'in', [...ids])
     .execute();
   return new Map(rows.map((row) => [row.id, row]));
+}
+
+/** A payment signed again under a fresh blockhash (the old one expired unseen). */
+export interface ResignedPayment {
+  signature: string;
+  wire: Buffer;
+  blockhash: string;
+  lastValidBlockHeight: number;
+}
+
+/**
+ * Records a re-signed payment: back to 'signed' with the fresh signature, the old one kept in
+ * `replaced_signatures` (the indexer proves it never landed). Guarded by the old signature: two
+ * workers racing re-sign once.
+ */
+export async function recordOutboxResigned(
+  db: Db,
+  rowId: string,
+  oldSignature: string,
+  fresh: ResignedPayment,
+): Promise<void> {
+  await db
+    .updateTable('chain_transactions')
+    .set((eb) => ({
+      status: 'signed',
+      signature: fresh.signature,
+      wire: fresh.wire,
+      blockhash: fresh.blockhash,
+      last_valid_block_height: BigInt(fresh.lastValidBlockHeight),
+      attempts: eb('attempts', '+', 1),
+      replaced_signatures: eb.fn('array_append', ['replaced_signatures', eb.val(oldSignature)]),
+      updated_at: new Date(),
+    }))
+    .where('id', '=', rowId)
+    .where('signature', '=', oldSignature)
+    .execute();
+}
+
+/**
+ * Marks a payment failed on chain, inside the transaction that reverses its movement; false when
+ * it was no longer in flight (another worker settled it), and then nothing is to be reversed.
+ */
+export async function markOutboxFailed(
+  trx: Db | Transaction<Database>,
+  rowId: string,
+  failure: Record<string, unknown>,
+): Promise<boolean> {
+  const marked = await trx
+    .updateTable('chain_transactions')
+    .set({ status: 'failed', error: JSON.stringify(failure), updated_at: new Date() })
+    .where('id', '=', rowId)
+    .where('status', 'in', ['signed', 'sent'])
+    .executeTakeFirst();
+  return marked.numUpdatedRows > 0n;
 }

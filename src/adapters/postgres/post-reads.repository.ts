@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { PostReadStore, PostView, TimelineRow } from '../../domain/posts/post-reads.js';
+import type { PostReadStore, PostView, TimelineRow } from '../../domain/posts/post-read-model.js';
 import type { PostType } from '../../domain/posts/post-rules.js';
 import type { Db } from './db.js';
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
-import type { ApiDeps } from '../api-deps.js';
+import type { ApiDeps } from '../../app/api-deps.js';
 import { ADMIN_SESSION_SECONDS, adminCookieHeader, signAdminSession } from './admin-session.js';
 import { QUEUE_BOARD_PATH, registerQueueBoard } from './queue-board.js';
 import { registerDashboardFiles } from './static-files.js';

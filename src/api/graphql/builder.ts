@@ -4,13 +4,16 @@ import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import type { GraphQLContext } from './context.js';
+import { isFinance } from '../../domain/auth/access-rules.js';
 import { authFailureError } from './errors.js';
+import { RATE_LIMIT_PLUGIN } from './rate-limit-plugin.js';
 
 /**
  * The Pothos builder. Plugins chosen for what the schema needs: scope-auth (API key scopes and
  * roles, checked the same way as REST), relay (cursor connections for feed and histories),
  * dataloader (one batched query per type per request), errors (AppError as typed results).
- * Scope-auth goes first so authorization runs before any other plugin's resolver wrapping.
+ * Scope-auth goes first so authorization runs before any other plugin's resolver wrapping; then
+ * the declared rate limit of mutation and subscription fields (rate-limit-plugin.ts).
  */
 export const builder = new SchemaBuilder<{
   Context: GraphQLContext;
@@ -29,7 +32,7 @@ export const builder = new SchemaBuilder<{
   };
   DefaultFieldNullability: false;
 }>({
-  plugins: [ScopeAuthPlugin, ErrorsPlugin, RelayPlugin, DataloaderPlugin],
+  plugins: [ScopeAuthPlugin, RATE_LIMIT_PLUGIN, ErrorsPlugin, RelayPlugin, DataloaderPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
     // Subscriptions check scopes when they start (no stream for a caller without `read`), not only
@@ -43,7 +46,7 @@ export const builder = new SchemaBuilder<{
       post: ctx.viewer?.scopes.has('post') ?? false,
       engage: ctx.viewer?.scopes.has('engage') ?? false,
       send: ctx.viewer?.scopes.has('send') ?? false,
-      finance: ctx.viewer?.role === 'finance' || ctx.viewer?.role === 'admin',
+      finance: isFinance(ctx.viewer),
       admin: ctx.viewer?.role === 'admin',
     }),
   },

@@ -3,9 +3,9 @@ import { accountKey, postKey, type ChangeKey } from '../../app/change-signals.js
 import type { DependencyTracker } from '../../app/read-cache.js';
 import { authenticate, type Viewer } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
-import type { PostView } from '../../domain/posts/post-reads.js';
+import type { PostView } from '../../domain/posts/post-read-model.js';
 import type { RateLimitBucket } from '../../domain/rate-limits/rate-limit-policy.js';
-import type { ApiDeps } from '../api-deps.js';
+import type { ApiDeps } from '../../app/api-deps.js';
 import { readDepsOf } from '../read-deps.js';
 import { toGraphqlError } from './errors.js';
 

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
 import { EVERYTHING } from '../../app/change-signals.js';
-import type { ApiDeps } from '../api-deps.js';
+import type { ApiDeps } from '../../app/api-deps.js';
 
 /** Open subscription streams (SSE) one account may hold on one API process. */
 export const MAX_STREAMS_PER_ACCOUNT = 5;

@@ -1,7 +1,7 @@
 import { OperationTypeNode } from 'graphql';
 import { clientSubject } from '../client-subject.js';
 import type { RateLimitBucket } from '../../domain/rate-limits/rate-limit-policy.js';
-import { spend } from '../rest/auth.hook.js';
+import { spend } from '../rate-limit-spend.js';
 import type { GraphQLContext } from './context.js';
 import { appErrorOf } from './errors.js';
 
@@ -14,9 +14,9 @@ export const COST_PER_REQUEST = 500;
 
 /**
  * Spends one request of `bucket` for a mutation or subscription field: the bucket of the field's
- * REST twin, per account, so a client cannot double its budget by switching transports. Called
- * first in each resolver, after the scope check, so the order a client sees matches REST: 401,
- * 403, then 429. Queries do not call it: the whole operation spends by its cost (spendOperation).
+ * REST twin, per account, so a client cannot double its budget by switching transports. The
+ * field declares the bucket (`rateLimit`); rate-limit-plugin.ts calls this before its resolver,
+ * after the scope check, so the order a client sees matches REST: 401, 403, then 429. Queries do not call it: the whole operation spends by its cost (spendOperation).
  * The IETF RateLimit headers (and Retry-After once refused) land on the HTTP response; with several
  * fields in one document the last one spent wins.
  */

@@ -1,11 +1,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { getOperationAST, Kind, OperationTypeNode, type ExecutionArgs } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { createReadCache, READ_STALE_MS, type DependencyTracker } from '../../app/read-cache.js';
+import {
+  createReadCache,
+  READ_REFRESH_EVERY_MS,
+  READ_STALE_MS,
+  type DependencyTracker,
+} from '../../app/read-cache.js';
 import { clientSubject } from '../client-subject.js';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
-import type { ApiDeps } from '../api-deps.js';
-import { spend } from '../rest/auth.hook.js';
+import type { ApiDeps } from '../../app/api-deps.js';
+import { spend } from '../rate-limit-spend.js';
 import type { GraphQLContext } from './context.js';
 import type { GraphqlAnswer } from './fast-path.js';
 
@@ -84,6 +89,7 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
       staleMs: READ_STALE_MS,
       expiredMs: READ_STALE_MS,
       refresh: 'caller',
+      refreshEveryMs: READ_REFRESH_EVERY_MS,
     }));
   const executions = new WeakMap<FastifyRequest, GraphQLContext>();
 

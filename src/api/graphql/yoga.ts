@@ -3,7 +3,7 @@ import { useGraphQlJit } from '@envelop/graphql-jit';
 import { getOperationAST, OperationTypeNode, type ExecutionArgs } from 'graphql';
 import { createYoga, type Plugin, type YogaServerInstance, type YogaServerOptions } from 'graphql-yoga';
 import type { DependencyTracker } from '../../app/read-cache.js';
-import type { ApiDeps } from '../api-deps.js';
+import type { ApiDeps } from '../../app/api-deps.js';
 import { createContext, type GraphQLContext } from './context.js';
 import { isClientError, maskError } from './errors.js';
 import { graphqlSchema } from './graphql-schema.js';

@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { createAccount } from '../../domain/accounts/accounts.service.js';
 import { createApiKey } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
-import type { ApiDeps } from '../api-deps.js';
-import { baseUrlOf } from './base-url.js';
+import type { ApiDeps } from '../../app/api-deps.js';
+import { baseUrlOf } from '../base-url.js';
 import { errorBody, ownProfile, signUpBody } from './schemas.js';
 import { NO_MONEY, ownProfileView } from './views.js';
 

@@ -1,9 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { postCountsChanged } from '../../app/live-updates.js';
-import { setLike } from '../../app/write-path/like-post.js';
-import { repostPost } from '../../app/write-path/repost-post.js';
-import type { ApiDeps } from '../api-deps.js';
-import { awaitPayment } from '../../app/write-path/await-payment.js';
+import { likePost, publishRepost } from '../../app/write-path/paid-writes.js';
+import type { ApiDeps } from '../../app/api-deps.js';
 import { authErrors, errorBody, insufficientBalanceBody, postIdParams, pendingStatus } from './schemas.js';
 
 /** The spec's Repost object; `status` only on 202. */
@@ -60,20 +57,18 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
       },
     },
     async (request, reply) => {
-      const created = await repostPost(
+      const repost = await publishRepost(
         deps,
         request.viewer!.accountId,
         request.params.id,
         request.idempotency,
       );
-      const { settled, swapTx } = await awaitPayment(deps, created);
-      await postCountsChanged(deps, created.repostOf);
-      return reply.status(settled === 'pending' ? 202 : 201).send({
-        id: created.id,
-        repost_of: created.repostOf,
-        cost_usd_micro: Number(created.costMicro),
-        swap_tx: swapTx,
-        ...(settled === 'pending' ? { status: 'pending' } : {}),
+      return reply.status(repost.settled === 'pending' ? 202 : 201).send({
+        id: repost.id,
+        repost_of: repost.repostOf,
+        cost_usd_micro: Number(repost.costMicro),
+        swap_tx: repost.landedSwapTx,
+        ...(repost.settled === 'pending' ? { status: 'pending' } : {}),
       });
     },
   );
@@ -93,8 +88,7 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
         response: { 200: likeState, 404: errorBody, ...authErrors },
       },
       handler: async (request) => {
-        const state = await setLike(deps, request.viewer!.accountId, request.params.id, liked);
-        if (state.changed) await postCountsChanged(deps, state.postId);
+        const state = await likePost(deps, request.viewer!.accountId, request.params.id, liked);
         return { liked: state.liked, like_count: state.likeCount };
       },
     });

@@ -3,11 +3,16 @@ import { feedPage } from '../../app/feed/feed-page.js';
 import { getPost } from '../../app/feed/post-reads.js';
 import { userTimeline } from '../../app/feed/user-timeline.js';
 import { accountKey, postKey } from '../../app/change-signals.js';
-import { createReadCache, READ_STALE_MS, type ReadCache } from '../../app/read-cache.js';
+import {
+  createReadCache,
+  READ_REFRESH_EVERY_MS,
+  READ_STALE_MS,
+  type ReadCache,
+} from '../../app/read-cache.js';
 import { parseFeedSort } from '../../domain/posts/read-cursors.js';
-import type { ApiDeps } from '../api-deps.js';
+import type { ApiDeps } from '../../app/api-deps.js';
 import { readDepsOf } from '../read-deps.js';
-import { baseUrlOf } from './base-url.js';
+import { baseUrlOf } from '../base-url.js';
 import { feedItem, pageQuery, postPage, singlePost, timelineItem } from './post-schemas.js';
 import { feedPageJson, singlePostView, timelineItemView } from './post-views.js';
 import { authErrors, errorBody, handleParams, postIdParams } from './schemas.js';
@@ -36,6 +41,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
       staleMs: READ_STALE_MS,
       expiredMs: READ_STALE_MS,
       refresh: 'background',
+      refreshEveryMs: READ_REFRESH_EVERY_MS,
     }));
 
   api.get<{ Querystring: PageQuery & { sort?: string } }>(

@@ -4,11 +4,12 @@ import {
   reconciliationExceptions,
   reconciliationSummary,
   type ReconciliationRow,
-} from '../../app/indexer/analytics-reads.js';
-import { AppError } from '../../domain/errors.js';
+} from '../../app/analytics/analytics-reads.js';
 import { formatMicroUsd } from '../../domain/money/usd.js';
 import { RECONCILIATION_STATUSES } from '../../domain/reconciliation/reconciliation.js';
-import type { ApiDeps } from '../api-deps.js';
+import { usdNumber } from '../http-views.js';
+import type { ApiDeps } from '../../app/api-deps.js';
+import { requireFinance } from '../../domain/auth/access-rules.js';
 import { authErrors, errorBody } from './schemas.js';
 
 /** A day's report lists at most this many verdicts (CSV) or exceptions (JSON). */
@@ -49,9 +50,7 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
     },
     async (request, reply) => {
       const viewer = request.viewer!;
-      if (viewer.role !== 'finance' && viewer.role !== 'admin') {
-        throw new AppError('forbidden', 'The reconciliation report needs the finance or admin role');
-      }
+      requireFinance(viewer, 'The reconciliation report');
       const day = parseDay((request.query as { date: string }).date, 'date');
       const wantsCsv = /\btext\/csv\b/.test(request.headers.accept ?? '');
       const { rows } = await reconciliationExceptions(deps.clickhouse, {
@@ -68,8 +67,8 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
       const [summary] = await reconciliationSummary(deps.clickhouse, day, day);
       return {
         date: day,
-        ledger_total_usd: Number(formatMicroUsd(summary?.ledgerTotalMicro ?? 0n)),
-        chain_total_usd: Number(formatMicroUsd(summary?.chainTotalMicro ?? 0n)),
+        ledger_total_usd: usdNumber(summary?.ledgerTotalMicro ?? 0n),
+        chain_total_usd: usdNumber(summary?.chainTotalMicro ?? 0n),
         matched: summary?.matched ?? 0,
         exception_counts: Object.fromEntries(
           RECONCILIATION_STATUSES.filter((s) => s !== 'matched').map((s) => [s, summary?.exceptions[s] ?? 0]),
@@ -78,8 +77,8 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
           movement_id: row.movementId,
           signature: row.signature,
           status: row.status,
-          ledger_amount_usd: Number(formatMicroUsd(row.ledgerAmountMicro)),
-          chain_amount_usd: Number(formatMicroUsd(row.chainAmountMicro)),
+          ledger_amount_usd: usdNumber(row.ledgerAmountMicro),
+          chain_amount_usd: usdNumber(row.chainAmountMicro),
           commitment: row.commitment,
           detail: row.detail,
           checked_at: row.checkedAt,

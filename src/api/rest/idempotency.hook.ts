@@ -15,7 +15,7 @@ import {
   type IdempotencyClaim,
 } from '../../app/write-path/idempotency-keys.js';
 import { AppError } from '../../domain/errors.js';
-import type { ApiDeps } from '../api-deps.js';
+import type { ApiDeps } from '../../app/api-deps.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

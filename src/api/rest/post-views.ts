@@ -1,7 +1,7 @@
-import type { Page, PostWithContext } from '../../app/feed/post-reads.js';
+import type { KeysetPage, PostWithContext } from '../../app/feed/post-reads.js';
 import type { TimelineItem } from '../../app/feed/user-timeline.js';
-import type { PostView } from '../../domain/posts/post-reads.js';
-import { avatarUrl } from './views.js';
+import type { PostView } from '../../domain/posts/post-read-model.js';
+import { avatarUrl } from '../http-views.js';
 
 /**
  * The spec's Post as feed items carry it: author without wallet, no thread context. One object
@@ -26,7 +26,7 @@ export function feedItemView(post: PostView, baseUrl: string) {
 }
 
 /** GET /feed's body as JSON text: cached as it is, and sent without another serialization. */
-export function feedPageJson(page: Page<PostView>, baseUrl: string): string {
+export function feedPageJson(page: KeysetPage<PostView>, baseUrl: string): string {
   return JSON.stringify({
     posts: page.items.map((post) => feedItemView(post, baseUrl)),
     has_more: page.hasMore,

@@ -1,8 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { postWritten } from '../../app/live-updates.js';
-import { createPaidPost } from '../../app/write-path/create-post.js';
-import type { ApiDeps } from '../api-deps.js';
-import { awaitPayment } from '../../app/write-path/await-payment.js';
+import { publishPost } from '../../app/write-path/paid-writes.js';
+import type { ApiDeps } from '../../app/api-deps.js';
 import { authErrors, errorBody, insufficientBalanceBody, pendingStatus } from './schemas.js';
 
 const postBody = {
@@ -16,6 +14,14 @@ const postBody = {
     quoted_post_id: { type: 'string', format: 'uuid', description: 'The post quoted (quote only)' },
   },
 } as const;
+
+/** The body as postBody lets it through. */
+interface PostBody {
+  content: string;
+  type: string;
+  parent_id?: string;
+  quoted_post_id?: string;
+}
 
 const createdPost = {
   type: 'object',
@@ -65,18 +71,27 @@ export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
     },
     async (request, reply) => {
       const viewer = request.viewer!;
-      const created = await createPaidPost(deps, viewer.accountId, request.body, request.idempotency);
-      const { settled, swapTx } = await awaitPayment(deps, created);
-      await postWritten(deps, created);
-      return reply.status(settled === 'pending' ? 202 : 201).send({
-        id: created.id,
-        content: created.content,
-        type: created.type,
+      const body = request.body as PostBody;
+      const post = await publishPost(
+        deps,
+        viewer.accountId,
+        {
+          content: body.content,
+          type: body.type,
+          parentId: body.parent_id,
+          quotedPostId: body.quoted_post_id,
+        },
+        request.idempotency,
+      );
+      return reply.status(post.settled === 'pending' ? 202 : 201).send({
+        id: post.id,
+        content: post.content,
+        type: post.type,
         author: { handle: viewer.handle, wallet_address: viewer.walletAddress },
-        cost_usd_micro: Number(created.costMicro),
-        swap_tx: swapTx, // the landed signature: a re-sign after expiry changes it
-        created_at: created.createdAt.toISOString(),
-        ...(settled === 'pending' ? { status: 'pending' } : {}),
+        cost_usd_micro: Number(post.costMicro),
+        swap_tx: post.landedSwapTx,
+        created_at: post.createdAt.toISOString(),
+        ...(post.settled === 'pending' ? { status: 'pending' } : {}),
       });
     },
   );

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { findByHandle, requireAccount, updateProfile } from '../../domain/accounts/accounts.service.js';
 import { follow, unfollow } from '../../domain/follows/follows.service.js';
-import type { ApiDeps } from '../api-deps.js';
-import { baseUrlOf } from './base-url.js';
+import type { ApiDeps } from '../../app/api-deps.js';
+import { baseUrlOf } from '../base-url.js';
 import {
   authErrors,
   errorBody,
@@ -63,7 +63,12 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
       },
     },
     async (request) => {
-      const account = await updateProfile(deps, request.viewer!, request.body);
+      const body = request.body as { handle?: string; display_name?: string; bio?: string };
+      const account = await updateProfile(deps, request.viewer!, {
+        handle: body.handle,
+        displayName: body.display_name,
+        bio: body.bio,
+      });
       return updatedProfileView(account, baseUrlOf(request));
     },
   );

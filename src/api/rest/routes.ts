@@ -1,5 +1,5 @@
-import type { FastifyInstance } from 'fastify';
-import type { ApiDeps } from '../api-deps.js';
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { ApiDeps } from '../../app/api-deps.js';
 import { registerAccountRoutes } from './accounts.routes.js';
 import { createAuthHook } from './auth.hook.js';
 import { registerEngagementRoutes } from './engagement.routes.js';
@@ -13,11 +13,24 @@ import { registerSwapRoutes } from './swap.routes.js';
 import { registerTransactionRoutes } from './transactions.routes.js';
 
 /**
+ * Every /api/v1 route names the rate-limit bucket it spends (`config.bucket`): a route registered
+ * without one stops the server from starting, so a new route cannot forget it.
+ */
+export function requireRateLimit(route: RouteOptions): void {
+  if (!route.config?.bucket) {
+    throw new Error(
+      `${route.method.toString()} ${route.url}: every /api/v1 route declares config.bucket (its rate limit)`,
+    );
+  }
+}
+
+/**
  * The /api/v1 compatibility layer. Each route parses input, calls one service function and maps
  * its result onto the spec's shapes. One onRequest hook authenticates, checks the scope and spends
  * the rate limit, from each route's `config`.
  */
 export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
+  api.addHook('onRoute', requireRateLimit);
   // onRequest: before the body is read or validated, so junk from an unknown caller costs nothing
   // and even invalid requests spend the rate limit.
   api.addHook('onRequest', createAuthHook(deps));

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { sendUsdc } from '../../app/write-path/send-usdc.js';
-import { formatMicroUsd } from '../../domain/money/usd.js';
-import type { ApiDeps } from '../api-deps.js';
-import { awaitPayment } from '../../app/write-path/await-payment.js';
+import { sendAndWait } from '../../app/write-path/paid-writes.js';
+import { usdNumber } from '../http-views.js';
+import type { ApiDeps } from '../../app/api-deps.js';
+import { parseSendAmount } from '../../domain/sends/send-rules.js';
 import { authErrors, errorBody, insufficientBalanceBody, pendingStatus } from './schemas.js';
 
 /** Types only: the rules (minimum, decimals, memo length) are the domain's, with messages naming them. */
@@ -25,6 +25,13 @@ const sendBody = {
 } as const;
 
 /** The spec's send answer; `status` only on 202. */
+/** The body as sendBody lets it through (the amount is read exactly by parseSendAmount). */
+interface SendBody {
+  to_handle: string;
+  amount_usd: number | string;
+  memo?: string;
+}
+
 const createdSend = {
   type: 'object',
   required: ['id', 'from', 'to', 'amount_usd', 'swap_tx', 'created_at'],
@@ -66,17 +73,21 @@ export function registerSendRoutes(api: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request, reply) => {
-      const created = await sendUsdc(deps, request.viewer!.accountId, request.body, request.idempotency);
-      const { settled, swapTx } = await awaitPayment(deps, created);
-      return reply.status(settled === 'pending' ? 202 : 201).send({
-        id: created.id,
-        from: created.fromHandle,
-        to: created.toHandle,
-        // Exact: the decimal text of the micro amount (at most 6 decimals) read as a number.
-        amount_usd: Number(formatMicroUsd(created.amountMicro)),
-        swap_tx: swapTx,
-        created_at: created.createdAt.toISOString(),
-        ...(settled === 'pending' ? { status: 'pending' } : {}),
+      const body = request.body as SendBody;
+      const sent = await sendAndWait(
+        deps,
+        request.viewer!.accountId,
+        { toHandle: body.to_handle, amountMicro: parseSendAmount(body.amount_usd), memo: body.memo },
+        request.idempotency,
+      );
+      return reply.status(sent.settled === 'pending' ? 202 : 201).send({
+        id: sent.id,
+        from: sent.fromHandle,
+        to: sent.toHandle,
+        amount_usd: usdNumber(sent.amountMicro),
+        swap_tx: sent.landedSwapTx,
+        created_at: sent.createdAt.toISOString(),
+        ...(sent.settled === 'pending' ? { status: 'pending' } : {}),
       });
     },
   );

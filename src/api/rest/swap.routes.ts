@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { quoteSwap, swapToUsdc } from '../../app/swap/swap-to-usdc.js';
-import { formatMicroUsd } from '../../domain/money/usd.js';
 import { MAX_SWAP_TOKENS } from '../../domain/swap/swap-rules.js';
 import { SWAP_FEE_BPS, type SwapQuote } from '../../domain/swap/constant-product.js';
-import type { ApiDeps } from '../api-deps.js';
+import type { ApiDeps } from '../../app/api-deps.js';
+import { usdNumber } from '../http-views.js';
 import { authErrors, errorBody, pendingStatus } from './schemas.js';
 
 const amountTokens = {
@@ -80,17 +80,15 @@ const quoteBody = {
   },
 } as const;
 
-const usd = (micro: bigint) => Number(formatMicroUsd(micro));
-
 export function swapQuoteView(quote: SwapQuote) {
   return {
     amount_tokens: quote.amountTokens.toString(),
-    amount_usdc: usd(quote.amountUsdcMicro),
+    amount_usdc: usdNumber(quote.amountUsdcMicro),
     fee_tokens: quote.feeTokens.toString(),
     fee_bps: Number(SWAP_FEE_BPS),
     price_impact_bps: quote.priceImpactBps,
     reserve_tokens: quote.reservesBefore.nativeUnits.toString(),
-    reserve_usdc: usd(quote.reservesBefore.usdcMicro),
+    reserve_usdc: usdNumber(quote.reservesBefore.usdcMicro),
   };
 }
 
@@ -123,7 +121,7 @@ export function registerSwapRoutes(api: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const swap = await swapToUsdc(deps, request.viewer!.accountId, request.body, request.idempotency);
       return reply.status(swap.settled === 'pending' ? 202 : 201).send({
-        amount_usdc: usd(swap.quote.amountUsdcMicro),
+        amount_usdc: usdNumber(swap.quote.amountUsdcMicro),
         swap_tx: swap.swapTx,
         ...(swap.settled === 'pending' ? { status: 'pending' } : {}),
       });

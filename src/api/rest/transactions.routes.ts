@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { transactionHistory, type TransactionHistoryAppDeps } from '../../app/transaction-history.js';
+import { transactionHistory, type TransactionHistoryAppDeps } from '../../app/transaction-history-page.js';
 import type { Transaction } from '../../domain/ledger/transaction-history.js';
-import { formatMicroUsd } from '../../domain/money/usd.js';
-import type { ApiDeps } from '../api-deps.js';
+import { usdNumber } from '../http-views.js';
+import type { ApiDeps } from '../../app/api-deps.js';
 import { authErrors, errorBody } from './schemas.js';
 
 const historyQuery = {
@@ -63,7 +63,7 @@ function transactionView(t: Transaction) {
   return {
     id: t.id,
     type: t.type,
-    amount_usd: Number(formatMicroUsd(t.amountMicro)),
+    amount_usd: usdNumber(t.amountMicro),
     description: t.description,
     swap_tx: t.swapTx,
     related_post_id: t.relatedPostId,

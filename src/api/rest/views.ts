@@ -1,19 +1,7 @@
 import type { Account, AccountMoney, AccountStats } from '../../domain/accounts/account.js';
-import { MICRO_PER_USD } from '../../domain/money/usd.js';
+import { avatarUrl, usdNumber } from '../http-views.js';
 
-/**
- * The spec's shapes, built from domain types. Money leaves as a JSON number of dollars only here,
- * at the edge, as the spec prints it; everything behind this file is bigint micro-USD.
- */
-export function usdNumber(micro: bigint): number {
-  return Number(micro) / Number(MICRO_PER_USD);
-}
-
-/** Our default avatar until one is set: an SVG we serve, so `avatar_url` is always a URL. */
-export function avatarUrl(account: Pick<Account, 'id' | 'avatarUrl'>, baseUrl: string): string {
-  return account.avatarUrl ?? `${baseUrl}/avatars/${account.id}.svg`;
-}
-
+/** The spec's profile shapes, built from domain types. */
 /** Fields own and public profiles share; `social_username` only when linked (spec: "if any"). */
 function profileFields(account: Account, baseUrl: string) {
   return {

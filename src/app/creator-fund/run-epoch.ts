@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { ChainTransactionStatus } from '../../adapters/postgres/database.js';
 import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
-import type { Metrics } from '../../api/metrics.js';
+import type { Metrics } from '../../observability/metrics.js';
 import type { Leg } from '../../domain/ledger/ledger.js';
 import {
   endedEpochs,
@@ -16,7 +16,7 @@ import {
   type EpochWindow,
 } from '../../domain/payouts/creator-fund-rules.js';
 import { cutIntoBatches } from '../../domain/payouts/payout-batches.js';
-import type { WritePathDeps } from '../write-path/create-post.js';
+import type { WritePathDeps } from '../write-path/write-path-deps.js';
 import { insertOutboxPayment } from '../write-path/payment-transaction.js';
 import { settlePayment, type SettlementStatus } from '../write-path/settle-payment.js';
 import {

@@ -8,7 +8,7 @@ import {
 } from '../../adapters/solana/index.js';
 import type { Viewer } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
-import type { LedgerStore } from '../../domain/ledger/ledger.service.js';
+import type { LedgerStore } from '../../domain/ledger/ledger-store.port.js';
 
 /** What one click of the developer portal's faucet button gives: $10 of localnet USDC. */
 export const DEV_FAUCET_AMOUNT_MICRO = 10_000_000n;

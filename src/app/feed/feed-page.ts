@@ -1,6 +1,6 @@
-import type { PostView } from '../../domain/posts/post-reads.js';
+import type { PostView } from '../../domain/posts/post-read-model.js';
 import { parseFeedSort } from '../../domain/posts/read-cursors.js';
-import { hydratePosts, latestFeedPage, parsePageLimit, type Page } from './post-reads.js';
+import { hydratePosts, latestFeedPage, parsePageLimit, type KeysetPage } from './post-reads.js';
 import { trendingFeedPage, type TrendingDeps } from './trending.js';
 
 /**
@@ -11,7 +11,7 @@ import { trendingFeedPage, type TrendingDeps } from './trending.js';
 export async function feedPage(
   deps: TrendingDeps,
   input: { sort?: unknown; cursor?: string | undefined; limit?: unknown },
-): Promise<Page<PostView>> {
+): Promise<KeysetPage<PostView>> {
   const sort = parseFeedSort(input.sort);
   if (sort === 'latest') return latestFeedPage(deps, input);
   const limit = parsePageLimit(input.limit);

@@ -2,7 +2,7 @@ import type { Db } from '../../adapters/postgres/db.js';
 import { createPostReadStore } from '../../adapters/postgres/post-reads.repository.js';
 import { parseHistoryLimit } from '../../domain/ledger/transaction-history.js';
 import { parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
-import type { PostReadStore, PostView } from '../../domain/posts/post-reads.js';
+import type { PostReadStore, PostView } from '../../domain/posts/post-read-model.js';
 import { decodePosition, encodePosition, LATEST_FEED_SCOPE } from '../../domain/posts/read-cursors.js';
 
 export interface PostReadDeps {
@@ -12,7 +12,7 @@ export interface PostReadDeps {
 }
 
 /** A keyset page: `nextCursor` only when there is more. */
-export interface Page<T> {
+export interface KeysetPage<T> {
   items: T[];
   hasMore: boolean;
   nextCursor?: string;
@@ -35,7 +35,7 @@ export async function hydratePosts(deps: { db: Db }, ids: readonly string[]): Pr
 export function latestFeedPage(
   deps: PostReadDeps,
   input: { cursor?: string | undefined; limit?: unknown },
-): Promise<Page<PostView>> {
+): Promise<KeysetPage<PostView>> {
   return postKeysetPage(deps, LATEST_FEED_SCOPE, input, (store, page) => store.latest(page));
 }
 
@@ -52,7 +52,7 @@ export async function postKeysetPage(
     store: PostReadStore,
     page: { limit: number; after?: { at: string; id: string } },
   ) => Promise<PostView[]>,
-): Promise<Page<PostView>> {
+): Promise<KeysetPage<PostView>> {
   const limit = parsePageLimit(input.limit);
   const after =
     input.cursor !== undefined ? decodePosition(deps.cursorSecret, scope, input.cursor) : undefined;

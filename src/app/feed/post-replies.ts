@@ -1,6 +1,6 @@
-import type { PostView } from '../../domain/posts/post-reads.js';
+import type { PostView } from '../../domain/posts/post-read-model.js';
 import { encodePosition, repliesScope } from '../../domain/posts/read-cursors.js';
-import { postKeysetPage, type Page, type PostReadDeps } from './post-reads.js';
+import { postKeysetPage, type KeysetPage, type PostReadDeps } from './post-reads.js';
 
 /**
  * The replies to one post, oldest first (a thread reads in the order it was written), keyset-paged
@@ -11,7 +11,7 @@ export function repliesPage(
   deps: PostReadDeps,
   parentId: string,
   input: { cursor?: string | undefined; limit?: unknown },
-): Promise<Page<PostView>> {
+): Promise<KeysetPage<PostView>> {
   return postKeysetPage(deps, repliesScope(parentId), input, (store, page) => store.replies(parentId, page));
 }
 

@@ -1,9 +1,9 @@
 import type { Db } from '../../adapters/postgres/db.js';
 import { createPostReadStore } from '../../adapters/postgres/post-reads.repository.js';
 import { findByHandle, type AccountStore } from '../../domain/accounts/accounts.service.js';
-import type { PostView } from '../../domain/posts/post-reads.js';
+import type { PostView } from '../../domain/posts/post-read-model.js';
 import { decodePosition, encodePosition, timelineScope } from '../../domain/posts/read-cursors.js';
-import { parsePageLimit, type Page } from './post-reads.js';
+import { parsePageLimit, type KeysetPage } from './post-reads.js';
 
 export interface TimelineDeps {
   db: Db;
@@ -26,7 +26,7 @@ export async function userTimeline(
   deps: TimelineDeps,
   rawHandle: string,
   input: { cursor?: string | undefined; limit?: unknown },
-): Promise<Page<TimelineItem>> {
+): Promise<KeysetPage<TimelineItem>> {
   const limit = parsePageLimit(input.limit);
   const account = await findByHandle(deps.accounts, rawHandle);
   const scope = timelineScope(account.id);

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import { ChainError, type PlatformChain, type RpcClient } from '../../adapters/solana/index.js';
-import type { Metrics } from '../../api/metrics.js';
+import type { Metrics } from '../../observability/metrics.js';
 import {
   addDelta,
   compareDeltas,

@@ -8,8 +8,8 @@ import {
   type PlatformChain,
   type RpcClient,
 } from '../../adapters/solana/index.js';
-import type { Metrics } from '../../api/metrics.js';
-import type { LedgerStore } from '../../domain/ledger/ledger.service.js';
+import type { Metrics } from '../../observability/metrics.js';
+import type { LedgerStore } from '../../domain/ledger/ledger-store.port.js';
 import {
   fetchTransactions,
   recordTransactions,

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { PaymentsQueue } from '../../adapters/redis/payments-queue.js';
 import { AppError } from '../../domain/errors.js';
-import type { WritePathDeps } from './create-post.js';
+import type { WritePathDeps } from './write-path-deps.js';
 
 export interface AwaitPaymentDeps extends WritePathDeps {
   payments: PaymentsQueue;

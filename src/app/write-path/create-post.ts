@@ -1,17 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { PublicKey } from '@solana/web3.js';
-import type { Db } from '../../adapters/postgres/db.js';
-import type { Keystore, PlatformChain, RpcClient, SignatureWatcher } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
-import {
-  accountCountsKey,
-  postKey,
-  timelineKey,
-  type ChangeKey,
-  type ChangeSignals,
-} from '../change-signals.js';
+import { accountCountsKey, postKey, timelineKey, type ChangeKey } from '../change-signals.js';
 import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
-import { validatePostDraft, type PostType } from '../../domain/posts/post-rules.js';
+import { validatePostDraft, type PostInput, type PostType } from '../../domain/posts/post-rules.js';
 import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
 import {
   commitPaidWrite,
@@ -20,17 +12,7 @@ import {
   signUsdcPayment,
   walletSigner,
 } from './payment-transaction.js';
-
-export interface WritePathDeps {
-  db: Db;
-  rpc: RpcClient;
-  keystore: Keystore;
-  /** The process's one status poller for every transaction in flight. */
-  watcher: SignatureWatcher;
-  bootstrapChain(): Promise<PlatformChain>;
-  /** The read caches of every process, told when a committed change alters what reads show. */
-  changes: Pick<ChangeSignals, 'changed'>;
-}
+import type { WritePathDeps } from './write-path-deps.js';
 
 export interface CreatedPost {
   id: string;
@@ -58,13 +40,13 @@ export interface CreatedPost {
 export async function createPaidPost(
   deps: WritePathDeps,
   authorId: string,
-  body: unknown,
+  input: PostInput,
   idempotency?: IdempotencyClaim,
 ): Promise<CreatedPost> {
   const resumed = resumedId(idempotency, 'post');
   const committed = resumed ? await committedPost(deps, resumed) : undefined;
   if (committed) return committed;
-  const draft = validatePostDraft(body);
+  const draft = validatePostDraft(input);
   let referenceAuthor: { id: string; wallet: string } | undefined;
   if (draft.referenceId) {
     const referenced = await deps.db

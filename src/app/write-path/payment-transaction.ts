@@ -27,7 +27,7 @@ import {
   type RecordedResource,
 } from '../../adapters/postgres/idempotency.repository.js';
 import { ledgerRefusal, movementCall } from '../../adapters/postgres/ledger.repository.js';
-import type { MovementInput } from '../../domain/ledger/ledger.service.js';
+import type { MovementInput } from '../../domain/ledger/ledger-store.port.js';
 
 /**
  * Unsealed signers of recently active wallets, per keystore. Unsealing costs a query, an AES-GCM

@@ -6,7 +6,7 @@ import type { PlatformChain } from '../../adapters/solana/index.js';
 import { paidEngagementLegs, type Leg } from '../../domain/ledger/ledger.js';
 import { alreadyReposted, parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
 import { postKey, timelineKey } from '../change-signals.js';
-import type { WritePathDeps } from './create-post.js';
+import type { WritePathDeps } from './write-path-deps.js';
 import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
 import {
   committedPayment,

@@ -3,8 +3,8 @@ import { PublicKey } from '@solana/web3.js';
 import { MAX_MEMO_BYTES } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
 import { sendLegs } from '../../domain/ledger/ledger.js';
-import { sendChainMemo, validateSendDraft } from '../../domain/sends/send-rules.js';
-import type { WritePathDeps } from './create-post.js';
+import { sendChainMemo, validateSendDraft, type SendInput } from '../../domain/sends/send-rules.js';
+import type { WritePathDeps } from './write-path-deps.js';
 import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
 import {
   commitPaidWrite,
@@ -39,13 +39,13 @@ export interface CreatedSend {
 export async function sendUsdc(
   deps: WritePathDeps,
   senderId: string,
-  body: unknown,
+  input: SendInput,
   idempotency?: IdempotencyClaim,
 ): Promise<CreatedSend> {
   const resumed = resumedId(idempotency, 'send');
   const committed = resumed ? await committedSend(deps, resumed) : undefined;
   if (committed) return committed;
-  const draft = validateSendDraft(body);
+  const draft = validateSendDraft(input);
   const sender = await deps.db
     .selectFrom('accounts')
     .select(['handle'])

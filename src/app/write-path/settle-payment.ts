@@ -1,12 +1,13 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../adapters/postgres/database.js';
 import { movementLegs, recordMovement } from '../../adapters/postgres/ledger.repository.js';
+import { markOutboxFailed, recordOutboxResigned } from '../../adapters/postgres/outbox.repository.js';
 import { isAlreadyProcessed, type ChainError, type SignedForSend } from '../../adapters/solana/index.js';
 import { reversalLegs } from '../../domain/ledger/ledger.js';
 import { accountCountsKey, postKey, timelineKey, type ChangeKey } from '../change-signals.js';
 import { resignPayment } from './payment-transaction.js';
 import { requiredSigners } from './transaction-signers.js';
-import type { WritePathDeps } from './create-post.js';
+import type { WritePathDeps } from './write-path-deps.js';
 import { outboxWritesFor } from './outbox-writes.js';
 
 export type SettlementStatus = 'confirmed' | 'finalized' | 'failed';
@@ -106,21 +107,7 @@ async function resign(deps: WritePathDeps, rowId: string, movementId: string, ol
   const fresh = await resignPayment(deps.rpc, old.wire, signers);
   // Guarded by the old signature: two workers racing re-sign once. The old signature is kept:
   // the indexer proves it never landed.
-  await deps.db
-    .updateTable('chain_transactions')
-    .set((eb) => ({
-      status: 'signed',
-      signature: fresh.signature,
-      wire: fresh.wire,
-      blockhash: fresh.blockhash,
-      last_valid_block_height: BigInt(fresh.lastValidBlockHeight),
-      attempts: eb('attempts', '+', 1),
-      replaced_signatures: eb.fn('array_append', ['replaced_signatures', eb.val(old.signature)]),
-      updated_at: new Date(),
-    }))
-    .where('id', '=', rowId)
-    .where('signature', '=', old.signature)
-    .execute();
+  await recordOutboxResigned(deps.db, rowId, old.signature, fresh);
 }
 
 /**
@@ -134,13 +121,7 @@ async function reverse(
   failure: Record<string, unknown>,
 ) {
   const hidden = await deps.db.transaction().execute(async (trx) => {
-    const marked = await trx
-      .updateTable('chain_transactions')
-      .set({ status: 'failed', error: JSON.stringify(failure), updated_at: new Date() })
-      .where('id', '=', rowId)
-      .where('status', 'in', ['signed', 'sent'])
-      .executeTakeFirst();
-    if (marked.numUpdatedRows === 0n) return []; // another worker settled it
+    if (!(await markOutboxFailed(trx, rowId, failure))) return []; // another worker settled it
     const legs = await movementLegs(trx, movementId);
     await recordMovement(trx, {
       kind: 'reversal',

@@ -8,8 +8,8 @@ export interface FollowStore {
   follow(followerId: string, followeeId: string): Promise<void>;
   unfollow(followerId: string, followeeId: string): Promise<void>;
   /** Newest first, keyset-paged on (created_at, id). */
-  followers(accountId: string, page: PageRequest): Promise<Page<Account>>;
-  following(accountId: string, page: PageRequest): Promise<Page<Account>>;
+  followers(accountId: string, page: PageRequest): Promise<EdgePage<Account>>;
+  following(accountId: string, page: PageRequest): Promise<EdgePage<Account>>;
 }
 
 export interface PageRequest {
@@ -17,7 +17,8 @@ export interface PageRequest {
   after?: string;
 }
 
-export interface Page<T> {
+/** A page of edges, each with its own cursor (the GraphQL connection's shape). */
+export interface EdgePage<T> {
   items: Array<{ node: T; cursor: string }>;
   hasNextPage: boolean;
 }

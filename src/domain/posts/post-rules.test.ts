@@ -10,9 +10,9 @@ describe('validatePostDraft', () => {
       content: 'hi',
       referenceId: undefined,
     });
-    expect(validatePostDraft({ type: 'reply', content: 'yes', parent_id: id }).referenceId).toBe(id);
+    expect(validatePostDraft({ type: 'reply', content: 'yes', parentId: id }).referenceId).toBe(id);
     expect(
-      validatePostDraft({ type: 'quote', content: 'so', quoted_post_id: id.toUpperCase() }).referenceId,
+      validatePostDraft({ type: 'quote', content: 'so', quotedPostId: id.toUpperCase() }).referenceId,
     ).toBe(id);
   });
 
@@ -26,10 +26,10 @@ describe('validatePostDraft', () => {
     expect(validatePostDraft({ type: 'post', content: '🙂'.repeat(1000) }).content).toHaveLength(2000);
     expect(() => validatePostDraft({ type: 'story', content: 'x' })).toThrow(/type must be one of/);
     expect(() => validatePostDraft({ type: 'reply', content: 'x' })).toThrow(/a reply needs parent_id/);
-    expect(() => validatePostDraft({ type: 'post', content: 'x', parent_id: id })).toThrow(
+    expect(() => validatePostDraft({ type: 'post', content: 'x', parentId: id })).toThrow(
       /parent_id is only for a reply/,
     );
-    expect(() => validatePostDraft({ type: 'quote', content: 'x', quoted_post_id: 'nope' })).toThrow(
+    expect(() => validatePostDraft({ type: 'quote', content: 'x', quotedPostId: 'nope' })).toThrow(
       /quoted_post_id/,
     );
   });

@@ -15,19 +15,28 @@ export interface PostDraft {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** A post, reply or quote as a transport hands it over (REST's body and GraphQL's input, mapped). */
+export interface PostInput {
+  /** Checked here: a transport may pass any string (GraphQL's enum, REST's validated body). */
+  type: string;
+  content: string;
+  /** The post replied to: a reply only. */
+  parentId?: string | null;
+  /** The post quoted: a quote only. */
+  quotedPostId?: string | null;
+}
+
 /**
- * POST /posts body rules: content non-empty after trimming and at most 1,000 characters; a reply
- * names `parent_id`, a quote `quoted_post_id`, a plain post neither.
+ * The rules of a post: content non-empty after trimming and at most 1,000 characters; a reply
+ * names a parent, a quote a quoted post, a plain post neither. Messages name the fields as the
+ * REST spec does (`parent_id`), the wording every client has seen.
  */
-export function validatePostDraft(body: unknown): PostDraft {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new AppError('invalid_request', 'The body must be a JSON object');
-  }
-  const { content, type, parent_id: parentId, quoted_post_id: quotedId } = body as Record<string, unknown>;
-  if (typeof type !== 'string' || !POST_TYPES.includes(type as PostType)) {
+export function validatePostDraft(input: PostInput): PostDraft {
+  const { content, type } = input;
+  if (!POST_TYPES.includes(type as PostType)) {
     throw new AppError('invalid_request', 'type must be one of post, reply, quote', { field: 'type' });
   }
-  if (typeof content !== 'string' || content.trim().length === 0) {
+  if (content.trim().length === 0) {
     throw new AppError('invalid_request', 'content must be a non-empty string', { field: 'content' });
   }
   if (containsNul(content)) {
@@ -38,7 +47,11 @@ export function validatePostDraft(body: unknown): PostDraft {
       field: 'content',
     });
   }
-  const reference = (field: 'parent_id' | 'quoted_post_id', value: unknown, needed: boolean) => {
+  const reference = (
+    field: 'parent_id' | 'quoted_post_id',
+    value: string | null | undefined,
+    needed: boolean,
+  ) => {
     if (!needed) {
       if (value !== undefined && value !== null) {
         throw new AppError(
@@ -54,7 +67,7 @@ export function validatePostDraft(body: unknown): PostDraft {
     }
     return value.toLowerCase();
   };
-  const parent = reference('parent_id', parentId, type === 'reply');
-  const quoted = reference('quoted_post_id', quotedId, type === 'quote');
+  const parent = reference('parent_id', input.parentId, type === 'reply');
+  const quoted = reference('quoted_post_id', input.quotedPostId, type === 'quote');
   return { type: type as PostType, content, referenceId: parent ?? quoted };
 }

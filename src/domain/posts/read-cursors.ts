@@ -1,7 +1,7 @@
 import { AppError } from '../errors.js';
 import { isExactInstant } from '../ledger/history-cursor.js';
 import { decodeSignedCursor, encodeSignedCursor } from '../pagination/signed-cursor.js';
-import type { PagePosition } from './post-reads.js';
+import type { PagePosition } from './post-read-model.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -52,25 +52,36 @@ export function parseSendAmount(raw: unknown, field = 'amount_usd'): bigint {
   return micro;
 }
 
-/** The body of POST /send: `{to_handle, amount_usd, memo?}`, checked field by field. */
-export function validateSendDraft(body: unknown): SendDraft {
-  const input = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-  const rawHandle = input.to_handle;
-  if (typeof rawHandle !== 'string' || normalizeHandle(rawHandle) === '') {
+/**
+ * A send as a transport hands it over: the amount already read exactly (parseSendAmount, with the
+ * transport's field name in its messages).
+ */
+export interface SendInput {
+  /** The recipient, with or without the leading @. */
+  toHandle: string;
+  amountMicro: bigint;
+  memo?: string | null;
+}
+
+/** The rules of a send, field by field; messages name the fields as the REST spec does. */
+export function validateSendDraft(input: SendInput): SendDraft {
+  const rawHandle = input.toHandle;
+  if (normalizeHandle(rawHandle) === '') {
     throw invalid('to_handle', 'to_handle must be the recipient handle (without the @)');
   }
   if (containsNul(rawHandle)) throw invalid('to_handle', nulMessage('to_handle'));
-  const amountMicro = parseSendAmount(input.amount_usd);
+  if (input.amountMicro < MIN_SEND_MICRO) {
+    throw invalid('amount_usd', `amount_usd must be at least ${formatMicroUsd(MIN_SEND_MICRO)}`);
+  }
   let memo: string | null = null;
   if (input.memo !== undefined && input.memo !== null) {
-    if (typeof input.memo !== 'string') throw invalid('memo', 'memo must be a string');
     if (containsNul(input.memo)) throw invalid('memo', nulMessage('memo'));
     if ([...input.memo].length > SEND_MEMO_MAX) {
       throw invalid('memo', `memo must be at most ${SEND_MEMO_MAX} characters`);
     }
     memo = input.memo === '' ? null : input.memo;
   }
-  return { toHandle: normalizeHandle(rawHandle), amountMicro, memo };
+  return { toHandle: normalizeHandle(rawHandle), amountMicro: input.amountMicro, memo };
 }
 
 /** The on-chain Memo of a send: `ledgerfeed:send:<id>` and the sender's memo, if any. */

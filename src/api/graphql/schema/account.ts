@@ -6,11 +6,10 @@ import { accountCountsKey, accountKey, handleKey } from '../../../app/change-sig
 import { normalizeHandle } from '../../../domain/accounts/profile-rules.js';
 import { AppError } from '../../../domain/errors.js';
 import { follow, unfollow, type FollowStore } from '../../../domain/follows/follows.service.js';
-import { baseUrlOf } from '../../rest/base-url.js';
-import { avatarUrl } from '../../rest/views.js';
+import { baseUrlOf } from '../../base-url.js';
+import { avatarUrl } from '../../http-views.js';
 import { builder } from '../builder.js';
 import { readsKey, type GraphQLContext } from '../context.js';
-import { spendFor } from '../rate-limits.js';
 
 /** Largest page of a follow list; a larger `first` is refused rather than silently cut. */
 const MAX_PAGE = 50;
@@ -209,25 +208,24 @@ builder.mutationFields((t) => ({
     description:
       'Update the own profile (REST PATCH /me/profile). Needs `read`, as the spec says; changing the handle needs a key holding every scope.',
     authScopes: { read: true },
+    rateLimit: 'read',
     args: { input: t.arg({ type: ProfileInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      await spendFor(ctx, 'read');
-      // The service takes the REST body's snake_case patch; an explicit null reaches it and is
-      // refused there like any non-string.
-      const patch: Record<string, unknown> = {};
-      if (input.handle !== undefined) patch.handle = input.handle;
-      if (input.displayName !== undefined) patch.display_name = input.displayName;
-      if (input.bio !== undefined) patch.bio = input.bio;
-      return updateProfile(ctx.deps, ctx.viewer!, patch);
+      // An explicit null reaches the service and is refused there like any non-string.
+      return updateProfile(ctx.deps, ctx.viewer!, {
+        handle: input.handle,
+        displayName: input.displayName,
+        bio: input.bio,
+      });
     },
   }),
   follow: t.field({
     type: FollowResult,
     description: 'Follow an account (idempotent). Needs `engage`.',
     authScopes: { engage: true },
+    rateLimit: 'like',
     args: { handle: t.arg.string({ required: true }) },
     resolve: async (_root, { handle }, ctx) => {
-      await spendFor(ctx, 'like');
       return follow(ctx.deps, ctx.viewer!.accountId, handle);
     },
   }),
@@ -235,9 +233,9 @@ builder.mutationFields((t) => ({
     type: FollowResult,
     description: 'Unfollow an account (idempotent). Needs `engage`.',
     authScopes: { engage: true },
+    rateLimit: 'like',
     args: { handle: t.arg.string({ required: true }) },
     resolve: async (_root, { handle }, ctx) => {
-      await spendFor(ctx, 'like');
       return unfollow(ctx.deps, ctx.viewer!.accountId, handle);
     },
   }),

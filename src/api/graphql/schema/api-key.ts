@@ -2,7 +2,6 @@ import { ALL_SCOPES, parseScopes, type Scope } from '../../../domain/auth/api-ke
 import { createApiKey, revokeApiKey, type ApiKeyInfo } from '../../../domain/auth/api-keys.service.js';
 import { AppError } from '../../../domain/errors.js';
 import { builder } from '../builder.js';
-import { spendFor } from '../rate-limits.js';
 import { ViewerRef } from './account.js';
 
 /*
@@ -58,9 +57,9 @@ builder.mutationFields((t) => ({
     description:
       'A new key with the given scopes (default: every scope); an account holds at most 2 active keys. Needs a key holding every scope.',
     authScopes: { read: true },
+    rateLimit: 'read',
     args: { scopes: t.arg({ type: [ScopeType], required: false }) },
     resolve: async (_root, { scopes }, ctx) => {
-      await spendFor(ctx, 'read');
       return createApiKey(
         ctx.deps.apiKeys,
         ctx.viewer!.accountId,
@@ -73,9 +72,9 @@ builder.mutationFields((t) => ({
     description:
       'Revoke one of the own keys; true once revoked. Any key may revoke itself; revoking another key needs a key holding every scope.',
     authScopes: { read: true },
+    rateLimit: 'read',
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, { id }, ctx) => {
-      await spendFor(ctx, 'read');
       await revokeApiKey(ctx.deps.apiKeys, String(id), ctx.viewer!.accountId, ctx.viewer!);
       return true;
     },

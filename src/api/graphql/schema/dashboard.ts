@@ -2,7 +2,6 @@ import { topPostsOf, type PostPerformanceRow } from '../../../adapters/postgres/
 import { devFaucetAvailable, grantDevFunds } from '../../../app/dashboards/dev-faucet.js';
 import { AppError } from '../../../domain/errors.js';
 import { builder } from '../builder.js';
-import { spendFor } from '../rate-limits.js';
 import { ViewerRef } from './account.js';
 
 /*
@@ -102,8 +101,8 @@ builder.mutationFields((t) => ({
     description:
       'Localnet only: mints $10 of USDC into the own wallet and credits it as a deposit; at most 3 per 10 minutes per account. FORBIDDEN on any other cluster. Needs `read`.',
     authScopes: { read: true },
+    rateLimit: 'read',
     resolve: async (_root, _args, ctx) => {
-      await spendFor(ctx, 'read');
       return grantDevFunds(ctx.deps, ctx.viewer!);
     },
   }),

@@ -1,13 +1,16 @@
-import { postCountsChanged, postWritten } from '../../../app/live-updates.js';
-import { createPaidPost, type CreatedPost } from '../../../app/write-path/create-post.js';
-import { setLike } from '../../../app/write-path/like-post.js';
-import { repostPost, type CreatedRepost } from '../../../app/write-path/repost-post.js';
-import { sendUsdc, type CreatedSend } from '../../../app/write-path/send-usdc.js';
+import type { CreatedPost } from '../../../app/write-path/create-post.js';
+import {
+  likePost,
+  publishPost,
+  publishRepost,
+  sendAndWait,
+  type Paid,
+} from '../../../app/write-path/paid-writes.js';
+import type { CreatedRepost } from '../../../app/write-path/repost-post.js';
+import type { CreatedSend } from '../../../app/write-path/send-usdc.js';
 import type { LikeState } from '../../../domain/posts/engagement-rules.js';
-import { awaitPayment, type AwaitedPayment } from '../../../app/write-path/await-payment.js';
-import type { ApiDeps } from '../../api-deps.js';
+import { parseSendAmount } from '../../../domain/sends/send-rules.js';
 import { builder } from '../builder.js';
-import { spendFor } from '../rate-limits.js';
 
 /*
  * The write mutations: the same service functions and the same payment wait as their REST twins
@@ -37,8 +40,6 @@ export const PostTypeEnum = builder.enumType('PostType', {
   values: { POST: { value: 'post' }, REPLY: { value: 'reply' }, QUOTE: { value: 'quote' } } as const,
 });
 
-type Paid<T> = T & { status: AwaitedPayment['settled']; landedSwapTx: string };
-
 const PaidPost = builder.objectRef<Paid<CreatedPost>>('PaidPost').implement({
   description: 'A post, reply or quote just paid for ($1).',
   fields: (t) => ({
@@ -50,7 +51,7 @@ const PaidPost = builder.objectRef<Paid<CreatedPost>>('PaidPost').implement({
       description: 'The landed signature of the USDC payment.',
       resolve: (post) => post.landedSwapTx,
     }),
-    status: t.field({ type: PaymentStatus, resolve: (post) => post.status }),
+    status: t.field({ type: PaymentStatus, resolve: (post) => post.settled }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });
@@ -61,7 +62,7 @@ const PaidRepost = builder.objectRef<Paid<CreatedRepost>>('PaidRepost').implemen
     repostOf: t.exposeID('repostOf'),
     costUsdMicro: t.field({ type: 'MicroUsd', resolve: (repost) => repost.costMicro }),
     swapTx: t.string({ resolve: (repost) => repost.landedSwapTx }),
-    status: t.field({ type: PaymentStatus, resolve: (repost) => repost.status }),
+    status: t.field({ type: PaymentStatus, resolve: (repost) => repost.settled }),
   }),
 });
 
@@ -74,7 +75,7 @@ const PaidSend = builder.objectRef<Paid<CreatedSend>>('PaidSend').implement({
     amountUsdMicro: t.field({ type: 'MicroUsd', resolve: (send) => send.amountMicro }),
     memo: t.exposeString('memo', { nullable: true }),
     swapTx: t.string({ resolve: (send) => send.landedSwapTx }),
-    status: t.field({ type: PaymentStatus, resolve: (send) => send.status }),
+    status: t.field({ type: PaymentStatus, resolve: (send) => send.settled }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
 });
@@ -112,74 +113,59 @@ builder.mutationFields((t) => ({
     type: PaidPost,
     description: 'Post, reply or quote ($1 USDC). Needs `post`.',
     authScopes: { post: true },
+    rateLimit: 'post',
     args: { input: t.arg({ type: CreatePostInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      await spendFor(ctx, 'post');
-      const created = await createPaidPost(ctx.deps, ctx.viewer!.accountId, {
+      return publishPost(ctx.deps, ctx.viewer!.accountId, {
         content: input.content,
         type: input.type,
-        ...(input.parentId ? { parent_id: String(input.parentId) } : {}),
-        ...(input.quotedPostId ? { quoted_post_id: String(input.quotedPostId) } : {}),
+        parentId: input.parentId ? String(input.parentId) : null,
+        quotedPostId: input.quotedPostId ? String(input.quotedPostId) : null,
       });
-      const { settled, swapTx } = await awaitPayment(ctx.deps, created);
-      await postWritten(ctx.deps, created);
-      return { ...created, status: settled, landedSwapTx: swapTx };
     },
   }),
   repost: t.field({
     type: PaidRepost,
     description: 'Repost ($1 USDC); once per post. Needs `engage`.',
     authScopes: { engage: true },
+    rateLimit: 'repost',
     args: { postId: t.arg.id({ required: true }) },
     resolve: async (_root, { postId }, ctx) => {
-      await spendFor(ctx, 'repost');
-      const created = await repostPost(ctx.deps, ctx.viewer!.accountId, String(postId));
-      const { settled, swapTx } = await awaitPayment(ctx.deps, created);
-      await postCountsChanged(ctx.deps, created.repostOf);
-      return { ...created, status: settled, landedSwapTx: swapTx };
+      return publishRepost(ctx.deps, ctx.viewer!.accountId, String(postId));
     },
   }),
   send: t.field({
     type: PaidSend,
     description: 'Send USDC to another account (the twin of POST /send). Needs `send`.',
     authScopes: { send: true },
+    rateLimit: 'send',
     args: { input: t.arg({ type: SendInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      await spendFor(ctx, 'send');
-      const created = await sendUsdc(ctx.deps, ctx.viewer!.accountId, {
-        to_handle: input.toHandle,
-        amount_usd: input.amountUsd,
-        ...(input.memo !== null && input.memo !== undefined ? { memo: input.memo } : {}),
+      return sendAndWait(ctx.deps, ctx.viewer!.accountId, {
+        toHandle: input.toHandle,
+        amountMicro: parseSendAmount(input.amountUsd, 'amountUsd'),
+        memo: input.memo ?? null,
       });
-      const { settled, swapTx } = await awaitPayment(ctx.deps, created);
-      return { ...created, status: settled, landedSwapTx: swapTx };
     },
   }),
   like: t.field({
     type: LikeResult,
     description: 'Like a post (free, idempotent). Needs `engage`.',
     authScopes: { engage: true },
+    rateLimit: 'like',
     args: { postId: t.arg.id({ required: true }) },
     resolve: async (_root, { postId }, ctx) => {
-      await spendFor(ctx, 'like');
-      return likeAndPublish(ctx.deps, ctx.viewer!.accountId, String(postId), true);
+      return likePost(ctx.deps, ctx.viewer!.accountId, String(postId), true);
     },
   }),
   unlike: t.field({
     type: LikeResult,
     description: 'Take a like back (idempotent). Needs `engage`.',
     authScopes: { engage: true },
+    rateLimit: 'like',
     args: { postId: t.arg.id({ required: true }) },
     resolve: async (_root, { postId }, ctx) => {
-      await spendFor(ctx, 'like');
-      return likeAndPublish(ctx.deps, ctx.viewer!.accountId, String(postId), false);
+      return likePost(ctx.deps, ctx.viewer!.accountId, String(postId), false);
     },
   }),
 }));
-
-/** setLike, then the live update when the like actually changed (after the commit). */
-async function likeAndPublish(deps: ApiDeps, accountId: string, postId: string, liked: boolean) {
-  const state = await setLike(deps, accountId, postId, liked);
-  if (state.changed) await postCountsChanged(deps, state.postId);
-  return state;
-}

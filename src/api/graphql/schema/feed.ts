@@ -4,7 +4,7 @@ import { hydratePosts } from '../../../app/feed/post-reads.js';
 import { trendingFeedPage } from '../../../app/feed/trending.js';
 import { userTimeline } from '../../../app/feed/user-timeline.js';
 import type { Account } from '../../../domain/accounts/account.js';
-import type { PostView } from '../../../domain/posts/post-reads.js';
+import type { PostView } from '../../../domain/posts/post-read-model.js';
 import { encodePosition, LATEST_FEED_SCOPE } from '../../../domain/posts/read-cursors.js';
 import { builder } from '../builder.js';
 import { AccountRef } from './account.js';

@@ -1,9 +1,7 @@
 import {
   chainTransaction,
-  creatorEarnings,
   cursorOf,
   parseDay,
-  postStats,
   reconciliationExceptions,
   reconciliationSummary,
   type ChainTransactionView,
@@ -11,7 +9,8 @@ import {
   type EarningsPoint,
   type PostStats,
   type ReconciliationRow,
-} from '../../../app/indexer/analytics-reads.js';
+} from '../../../app/analytics/analytics-reads.js';
+import { earningsFor, postStatsFor } from '../../../app/analytics/guarded-analytics.js';
 import { AppError } from '../../../domain/errors.js';
 import {
   RECONCILIATION_STATUSES,
@@ -26,7 +25,6 @@ import { builder } from '../builder.js';
  */
 
 const MAX_EXCEPTIONS_PAGE = 100;
-const MAX_EARNINGS_RANGE_DAYS = 400;
 
 const StatusEnum = builder.enumType('ReconciliationStatus', {
   values: Object.fromEntries(RECONCILIATION_STATUSES.map((s) => [s.toUpperCase(), { value: s }])) as Record<
@@ -195,40 +193,19 @@ builder.queryFields((t) => ({
       to: t.arg({ type: 'DateTime', required: true }),
       granularity: t.arg({ type: EarningsGranularity, required: true }),
     },
-    resolve: async (_root, args, ctx) => {
-      const creator = await ctx.deps.accounts.byHandle(args.handle);
-      if (!creator) throw new AppError('not_found', `No user @${args.handle}`);
-      const viewer = ctx.viewer!;
-      if (creator.id !== viewer.accountId && viewer.role !== 'finance' && viewer.role !== 'admin') {
-        throw new AppError('forbidden', "Earnings are their creator's (or finance's) to read");
-      }
-      const from = new Date(args.from);
-      const to = new Date(args.to);
-      if (!(to > from) || to.getTime() - from.getTime() > MAX_EARNINGS_RANGE_DAYS * 86_400_000) {
-        throw new AppError(
-          'invalid_request',
-          `to must be after from, at most ${MAX_EARNINGS_RANGE_DAYS} days later`,
-        );
-      }
-      return creatorEarnings(ctx.deps.clickhouse, creator.id, from, to, args.granularity);
-    },
+    resolve: (_root, args, ctx) =>
+      earningsFor(ctx.deps, ctx.viewer!, {
+        handle: args.handle,
+        from: new Date(args.from),
+        to: new Date(args.to),
+        granularity: args.granularity,
+      }),
   }),
   postStats: t.field({
     type: PostStatsRef,
     description: "A post's engagement from the analytics pipeline. Its author's; finance/admin any.",
     authScopes: { read: true },
     args: { id: t.arg.id({ required: true }) },
-    resolve: async (_root, args, ctx) => {
-      const id = String(args.id);
-      const post = /^[0-9a-f-]{36}$/.test(id)
-        ? await ctx.deps.db.selectFrom('posts').select('author_id').where('id', '=', id).executeTakeFirst()
-        : undefined;
-      if (!post) throw new AppError('not_found', `No post ${id}`);
-      const viewer = ctx.viewer!;
-      if (post.author_id !== viewer.accountId && viewer.role !== 'finance' && viewer.role !== 'admin') {
-        throw new AppError('forbidden', "A post's stats are its author's (or finance's) to read");
-      }
-      return postStats(ctx.deps.clickhouse, id);
-    },
+    resolve: (_root, args, ctx) => postStatsFor(ctx.deps, ctx.viewer!, String(args.id)),
   }),
 }));

@@ -3,6 +3,7 @@ import {
   type DependencyHealth,
   type HealthReport,
 } from '../../../domain/health/health.service.js';
+import { isFinance } from '../../../domain/auth/access-rules.js';
 import { builder } from '../builder.js';
 
 const DependencyHealthType = builder.objectRef<DependencyHealth>('DependencyHealth').implement({
@@ -42,7 +43,7 @@ builder.queryField('health', (t) =>
     // Probe errors name internal hosts: only operators see them.
     resolve: async (_root, _args, ctx) => {
       const report = await ctx.deps.checkHealth();
-      const operator = ctx.viewer?.role === 'admin' || ctx.viewer?.role === 'finance';
+      const operator = isFinance(ctx.viewer);
       return operator ? report : publicHealthReport(report);
     },
   }),

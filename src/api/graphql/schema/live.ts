@@ -1,10 +1,9 @@
 import type { LiveSubscription } from '../../../adapters/redis/live-events.js';
 import { postCountsEvents, postCreatedEvents, type PostEvent } from '../../../app/live-updates.js';
 import { parsePostId, unknownPost } from '../../../domain/posts/engagement-rules.js';
-import type { PostView } from '../../../domain/posts/post-reads.js';
+import type { PostView } from '../../../domain/posts/post-read-model.js';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { spendFor } from '../rate-limits.js';
 import { accountLoader, likedLoader, postLoader, trendingScoreLoader } from './post-loaders.js';
 import { PostRef } from './post.js';
 
@@ -53,8 +52,8 @@ builder.subscriptionFields((t) => ({
     description:
       'Every new post, reply and quote, from when the subscription starts (at most once each: events during a disconnect are lost). Needs `read`.',
     authScopes: { read: true },
+    rateLimit: 'read',
     subscribe: async (_root, _args, ctx) => {
-      await spendFor(ctx, 'read');
       const events = postCreatedEvents(ctx.deps);
       await events.ready;
       return postsOf(ctx, events);
@@ -66,9 +65,9 @@ builder.subscriptionFields((t) => ({
     description:
       'The post each time it is liked, unliked, replied to, quoted or reposted, reloaded so likeCount, replyCount and repostCount are current (at most once each: events during a disconnect are lost). An unknown id is NOT_FOUND. Needs `read`.',
     authScopes: { read: true },
+    rateLimit: 'read',
     args: { id: t.arg.id({ required: true }) },
     subscribe: async (_root, { id }, ctx) => {
-      await spendFor(ctx, 'read');
       const postId = parsePostId(String(id));
       const events = postCountsEvents(ctx.deps, postId);
       try {

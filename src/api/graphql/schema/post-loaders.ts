@@ -4,7 +4,7 @@ import { hydratePosts } from '../../../app/feed/post-reads.js';
 import { currentTrendingScores } from '../../../app/feed/trending.js';
 import { likedPostIds, loadAccounts } from '../../../app/feed/viewer-reads.js';
 import type { Account } from '../../../domain/accounts/account.js';
-import type { PostView } from '../../../domain/posts/post-reads.js';
+import type { PostView } from '../../../domain/posts/post-read-model.js';
 import { accountKey, postKey } from '../../../app/change-signals.js';
 import { readsKey, readsPosts, type GraphQLContext } from '../context.js';
 

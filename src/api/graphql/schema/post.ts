@@ -2,7 +2,7 @@ import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } 
 import type { Account } from '../../../domain/accounts/account.js';
 import { AppError } from '../../../domain/errors.js';
 import { parsePostId } from '../../../domain/posts/engagement-rules.js';
-import type { PostAuthor, PostView } from '../../../domain/posts/post-reads.js';
+import type { PostAuthor, PostView } from '../../../domain/posts/post-read-model.js';
 import { builder } from '../builder.js';
 import { AccountRef } from './account.js';
 import { PostTypeEnum } from './engagement.js';

@@ -3,7 +3,6 @@ import { SWAP_FEE_BPS, type SwapQuote } from '../../../domain/swap/constant-prod
 import { MAX_SWAP_TOKENS } from '../../../domain/swap/swap-rules.js';
 import { formatMicroUsd } from '../../../domain/money/usd.js';
 import { builder } from '../builder.js';
-import { spendFor } from '../rate-limits.js';
 import { ViewerRef } from './account.js';
 import { PaymentStatus } from './engagement.js';
 
@@ -75,6 +74,7 @@ builder.mutationFields((t) => ({
     description:
       'Sell native tokens for USDC through the platform pool (REST POST /swap-to-usdc). Needs `send`. Below minAmountUsdc: SLIPPAGE_EXCEEDED, nothing moves.',
     authScopes: { send: true },
+    rateLimit: 'send',
     args: {
       amountTokens: t.arg.string({ required: true, description: TOKENS }),
       minAmountUsdc: t.arg.string({
@@ -82,7 +82,6 @@ builder.mutationFields((t) => ({
       }),
     },
     resolve: async (_root, args, ctx) => {
-      await spendFor(ctx, 'send');
       return swapToUsdc(ctx.deps, ctx.viewer!.accountId, {
         amount_tokens: args.amountTokens,
         ...(args.minAmountUsdc != null ? { min_amount_usdc: args.minAmountUsdc } : {}),

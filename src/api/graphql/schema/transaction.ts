@@ -1,4 +1,4 @@
-import { transactionHistory } from '../../../app/transaction-history.js';
+import { transactionHistory } from '../../../app/transaction-history-page.js';
 import { AppError } from '../../../domain/errors.js';
 import { HISTORY_MAX_LIMIT, type Transaction } from '../../../domain/ledger/transaction-history.js';
 import { formatMicroUsd } from '../../../domain/money/usd.js';

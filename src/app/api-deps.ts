@@ -5,14 +5,14 @@ import type { ClickHouse } from '../adapters/clickhouse/index.js';
 import type { Db } from '../adapters/postgres/db.js';
 import type { PaymentsQueue } from '../adapters/redis/payments-queue.js';
 import type { RateLimiter } from '../adapters/redis/rate-limiter.js';
-import type { ChangeSignals } from '../app/change-signals.js';
-import type { WritePathDeps } from '../app/write-path/create-post.js';
+import type { ChangeSignals } from './change-signals.js';
+import type { WritePathDeps } from './write-path/write-path-deps.js';
 import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
 import type { ApiKeyStore } from '../domain/auth/api-keys.service.js';
 import type { FollowStore } from '../domain/follows/follows.service.js';
-import type { LedgerStore } from '../domain/ledger/ledger.service.js';
+import type { LedgerStore } from '../domain/ledger/ledger-store.port.js';
 import type { HealthReport } from '../domain/health/health.service.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../observability/metrics.js';
 
 /** From CORS_ORIGINS, METRICS_TOKEN and NODE_ENV (src/app/app.ts). */
 export interface HttpExposure {

@@ -1,0 +1,100 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+import { describe, expect, test } from 'vitest';
+
+/**
+ * The layers of DESIGN.md, held by a test rather than by review: `domain` imports nothing of ours
+ * outside `domain`; adapters import no use case or transport; the app layer imports no transport;
+ * REST and GraphQL do not import each other (what both show lives in `src/api/`, beside them).
+ * Every relative import of every source file (static, re-export, dynamic) is checked.
+ */
+type Layer = 'domain' | 'adapters' | 'app' | 'rest' | 'graphql' | 'api' | 'workers' | 'other';
+
+const LAYER_OF_FOLDER: ReadonlyArray<[string, Layer]> = [
+  ['src/domain/', 'domain'],
+  ['src/adapters/', 'adapters'],
+  ['src/app/', 'app'],
+  ['src/api/rest/', 'rest'],
+  ['src/api/graphql/', 'graphql'],
+  ['src/api/', 'api'],
+  ['workers/', 'workers'],
+];
+
+/** What each layer may not import. A layer not named here (cli, devstack, main) may import anything. */
+const FORBIDDEN: Partial<Record<Layer, (target: Layer) => boolean>> = {
+  domain: (target) => target !== 'domain',
+  adapters: (target) => ['app', 'api', 'rest', 'graphql', 'workers'].includes(target),
+  app: (target) => ['api', 'rest', 'graphql', 'workers'].includes(target),
+  rest: (target) => target === 'graphql',
+  graphql: (target) => target === 'rest',
+};
+
+function layerOf(file: string): Layer {
+  return LAYER_OF_FOLDER.find(([folder]) => file.startsWith(folder))?.[1] ?? 'other';
+}
+
+interface Import {
+  from: string;
+  to: string;
+}
+
+function sourceFiles(folder: string): string[] {
+  return readdirSync(folder, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'))
+    .map((file) => path.posix.join(folder, file.split(path.sep).join('/')));
+}
+
+/** Relative imports of one file, as repository paths. */
+function importsOf(file: string, text: string): Import[] {
+  const { importedFiles } = ts.preProcessFile(text, true, true);
+  return importedFiles
+    .map((imported) => imported.fileName)
+    .filter((name) => name.startsWith('.'))
+    .map((name) => ({
+      from: file,
+      to: path.posix.normalize(path.posix.join(path.posix.dirname(file), name)),
+    }));
+}
+
+function violations(imports: readonly Import[]): string[] {
+  return imports
+    .filter(({ from, to }) => FORBIDDEN[layerOf(from)]?.(layerOf(to)))
+    .map(({ from, to }) => `${from} (${layerOf(from)}) imports ${to} (${layerOf(to)})`);
+}
+
+const allImports = ['src', 'workers'].flatMap((folder) =>
+  sourceFiles(folder).flatMap((file) => importsOf(file, readFileSync(file, 'utf8'))),
+);
+
+describe('layering', () => {
+  test('no file imports across a forbidden layer boundary', () => {
+    expect(violations(allImports)).toEqual([]);
+  });
+
+  test('the check sees every layer and every kind of import', () => {
+    const seen = new Set(allImports.map((imported) => layerOf(imported.from)));
+    for (const layer of ['domain', 'adapters', 'app', 'rest', 'graphql', 'api', 'workers'] as const) {
+      expect(seen, layer).toContain(layer);
+    }
+    // Every form of import is caught: static, type-only, re-export, dynamic; packages are not ours.
+    const text = [
+      "import { a } from '../../app/a.js';",
+      "import type { B } from '../../api/b.js';",
+      "export { c } from '../../api/rest/c.js';",
+      "const d = await import('../../api/graphql/d.js');",
+      "import { e } from '../../domain/e.js';",
+      "import { Kysely } from 'kysely';",
+    ].join('\n');
+    expect(violations(importsOf('src/adapters/postgres/x.ts', text))).toEqual([
+      'src/adapters/postgres/x.ts (adapters) imports src/app/a.js (app)',
+      'src/adapters/postgres/x.ts (adapters) imports src/api/b.js (api)',
+      'src/adapters/postgres/x.ts (adapters) imports src/api/rest/c.js (rest)',
+      'src/adapters/postgres/x.ts (adapters) imports src/api/graphql/d.js (graphql)',
+    ]);
+    expect(violations(importsOf('src/api/graphql/y.ts', "import { f } from '../rest/f.js';"))).toHaveLength(
+      1,
+    );
+    expect(violations(importsOf('src/domain/z.ts', "import { g } from '../config/g.js';"))).toHaveLength(1);
+  });
+});

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDb } from '../src/adapters/postgres/index.js';
-import { createLedgerCore } from '../src/app/ledger-core.js';
+import { createCoreServices } from '../src/app/core-services.js';
 import { loadConfig } from '../src/config/index.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
@@ -126,7 +126,7 @@ async function main(): Promise<number> {
     const config = loadConfig({ DATA_DIR: dataDir, SOLANA_RPC_URL: rpcUrl, LOG_LEVEL: 'warn' });
     const logger = createLogger(config);
     let db = createDb(stackState.postgres, { max: 4 });
-    let core = createLedgerCore(config, logger, db, rpcUrl);
+    let core = createCoreServices(config, logger, db, rpcUrl);
     const platform = await core.bootstrapChain();
     const members = await fundedMembers({ app: core, platform }, MEMBERS, FUNDED_MICRO);
     const finance = await createAccount(core, { handle: `chaos_fin_${Date.now() % 1e6}`, role: 'finance' });
@@ -166,7 +166,7 @@ async function main(): Promise<number> {
 
     stackState = await readStack(dataDir);
     db = createDb(stackState.postgres, { max: 4 });
-    core = createLedgerCore(config, logger, db, rpcUrl);
+    core = createCoreServices(config, logger, db, rpcUrl);
     const gql = async (query: string, variables: Record<string, unknown>) => {
       const response = await fetch(`${base}/graphql`, {
         method: 'POST',

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { fundUsdc, type PlatformChain } from '../src/adapters/solana/index.js';
-import type { LedgerCore } from '../src/app/ledger-core.js';
+import type { CoreServices } from '../src/app/core-services.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
@@ -17,7 +17,7 @@ export interface Member {
  */
 export async function fundedMembers(
   // The stores and chain only: an in-process service, or a core opened beside a running one (chaos).
-  service: { app: LedgerCore; platform: PlatformChain },
+  service: { app: CoreServices; platform: PlatformChain },
   count: number,
   fundingMicro: bigint,
 ): Promise<Member[]> {
@@ -35,8 +35,8 @@ export async function fundedMembers(
           kind: 'deposit',
           idempotencyKey: `deposit:${signature}`,
           legs: [
-            { account: { kind: 'external' }, amountMicro: -fundingMicro, counts: 'none' },
-            { account: { kind: 'user', accountId: account.id }, amountMicro: fundingMicro, counts: 'none' },
+            { account: { kind: 'external' }, units: -fundingMicro, counts: 'none' },
+            { account: { kind: 'user', accountId: account.id }, units: fundingMicro, counts: 'none' },
           ],
         });
         return { account, key };

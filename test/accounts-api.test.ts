@@ -168,8 +168,8 @@ describe('profiles', () => {
       kind: 'deposit',
       idempotencyKey: 'deposit:test-me',
       legs: [
-        { account: { kind: 'external' }, amountMicro: -4_250_000n, counts: 'none' },
-        { account: { kind: 'user', accountId: account.id }, amountMicro: 4_250_000n, counts: 'none' },
+        { account: { kind: 'external' }, units: -4_250_000n, counts: 'none' },
+        { account: { kind: 'user', accountId: account.id }, units: 4_250_000n, counts: 'none' },
       ],
     });
     const me = await call('GET', '/api/v1/me', { key: alice.api_key });

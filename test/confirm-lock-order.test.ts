@@ -36,10 +36,10 @@ test('confirming held credits and a paid write locking the same accounts in id o
   }
   // One movement holding $1 for each account, its outbox row executed on chain ('sent').
   const legs: Leg[] = [
-    { account: { kind: 'external' }, amountMicro: -BigInt(ACCOUNTS) * 1_000_000n, counts: 'none' },
+    { account: { kind: 'external' }, units: -BigInt(ACCOUNTS) * 1_000_000n, counts: 'none' },
     ...accountIds.map((accountId): Leg => ({
       account: { kind: 'user', accountId },
-      amountMicro: 1_000_000n,
+      units: 1_000_000n,
       counts: 'none',
     })),
   ];

@@ -50,8 +50,8 @@ beforeAll(async () => {
     kind: 'deposit',
     idempotencyKey: `deposit:${signature}`,
     legs: [
-      { account: { kind: 'external' }, amountMicro: -5_000_000n, counts: 'none' },
-      { account: { kind: 'user', accountId }, amountMicro: 5_000_000n, counts: 'none' },
+      { account: { kind: 'external' }, units: -5_000_000n, counts: 'none' },
+      { account: { kind: 'user', accountId }, units: 5_000_000n, counts: 'none' },
     ],
   });
 });

@@ -25,8 +25,8 @@ const deposit = (
   kind: 'deposit',
   idempotencyKey: key,
   legs: [
-    { account: { kind: 'external' }, amountMicro: -micro, counts: 'none' },
-    { account: { kind: 'user', accountId }, amountMicro: micro, counts: 'none' },
+    { account: { kind: 'external' }, units: -micro, counts: 'none' },
+    { account: { kind: 'user', accountId }, units: micro, counts: 'none' },
   ],
 });
 
@@ -194,9 +194,9 @@ describe('the ledger', () => {
     await ledger.record({
       kind: 'earn',
       legs: [
-        { account: { kind: 'user', accountId: netter }, amountMicro: -3_000_000n, counts: 'spent' },
-        { account: { kind: 'user', accountId: netter }, amountMicro: 1_000_000n, counts: 'earned' },
-        { account: { kind: 'treasury' }, amountMicro: 2_000_000n, counts: 'none' },
+        { account: { kind: 'user', accountId: netter }, units: -3_000_000n, counts: 'spent' },
+        { account: { kind: 'user', accountId: netter }, units: 1_000_000n, counts: 'earned' },
+        { account: { kind: 'treasury' }, units: 2_000_000n, counts: 'none' },
       ],
     });
     const after = await ledger.money(netter);
@@ -208,9 +208,9 @@ describe('the ledger', () => {
       ledger.record({
         kind: 'earn',
         legs: [
-          { account: { kind: 'user', accountId: netter }, amountMicro: -5_000_000n, counts: 'spent' },
-          { account: { kind: 'user', accountId: netter }, amountMicro: 1_000_000n, counts: 'earned' },
-          { account: { kind: 'treasury' }, amountMicro: 4_000_000n, counts: 'none' },
+          { account: { kind: 'user', accountId: netter }, units: -5_000_000n, counts: 'spent' },
+          { account: { kind: 'user', accountId: netter }, units: 1_000_000n, counts: 'earned' },
+          { account: { kind: 'treasury' }, units: 4_000_000n, counts: 'none' },
         ],
       }),
     ).rejects.toMatchObject({ code: 'insufficient_balance' });

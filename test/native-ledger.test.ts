@@ -24,8 +24,8 @@ const nativeDeposit = (accountId: string, units: bigint, key: string) => ({
   kind: 'deposit' as const,
   idempotencyKey: key,
   legs: [
-    { account: { kind: 'external', currency: 'native' }, amountMicro: -units, counts: 'none' },
-    { account: { kind: 'user', accountId, currency: 'native' }, amountMicro: units, counts: 'none' },
+    { account: { kind: 'external', currency: 'native' }, units: -units, counts: 'none' },
+    { account: { kind: 'user', accountId, currency: 'native' }, units: units, counts: 'none' },
   ] satisfies Leg[],
 });
 
@@ -80,8 +80,8 @@ describe('the native-token ledger', () => {
       kind: 'deposit',
       idempotencyKey: 'usdc-1',
       legs: [
-        { account: { kind: 'external' }, amountMicro: -5_000_000n, counts: 'none' },
-        { account: { kind: 'user', accountId: alice }, amountMicro: 5_000_000n, counts: 'none' },
+        { account: { kind: 'external' }, units: -5_000_000n, counts: 'none' },
+        { account: { kind: 'user', accountId: alice }, units: 5_000_000n, counts: 'none' },
       ],
     });
     await ledger.record(nativeDeposit(alice, 7_000_000_000n, 'native-1'));
@@ -100,8 +100,8 @@ describe('the native-token ledger', () => {
 
   test('a movement mixing currencies must balance in each; the database refuses one balanced only across them', async () => {
     const crossOnly: Leg[] = [
-      { account: { kind: 'user', accountId: alice, currency: 'native' }, amountMicro: -5n, counts: 'none' },
-      { account: { kind: 'user', accountId: alice }, amountMicro: 5n, counts: 'none' },
+      { account: { kind: 'user', accountId: alice, currency: 'native' }, units: -5n, counts: 'none' },
+      { account: { kind: 'user', accountId: alice }, units: 5n, counts: 'none' },
     ];
     expect(() => assertBalanced(crossOnly)).toThrow(UnbalancedMovementError);
     // Past the domain check, the deferred trigger refuses it at commit.
@@ -140,12 +140,12 @@ describe('the native-token ledger', () => {
         legs: [
           {
             account: { kind: 'user', accountId: alice, currency: 'native' },
-            amountMicro: -(before.availableMicro + 1n),
+            units: -(before.availableMicro + 1n),
             counts: 'none',
           },
           {
             account: { kind: 'swap_pool', currency: 'native' },
-            amountMicro: before.availableMicro + 1n,
+            units: before.availableMicro + 1n,
             counts: 'none',
           },
         ],
@@ -165,12 +165,12 @@ describe('the native-token ledger', () => {
     const legs: Leg[] = [
       {
         account: { kind: 'user', accountId: alice, currency: 'native' },
-        amountMicro: -1_000n,
+        units: -1_000n,
         counts: 'none',
       },
-      { account: { kind: 'swap_pool', currency: 'native' }, amountMicro: 1_000n, counts: 'none' },
-      { account: { kind: 'swap_pool' }, amountMicro: -3n, counts: 'none' },
-      { account: { kind: 'user', accountId: alice }, amountMicro: 3n, counts: 'none' },
+      { account: { kind: 'swap_pool', currency: 'native' }, units: 1_000n, counts: 'none' },
+      { account: { kind: 'swap_pool' }, units: -3n, counts: 'none' },
+      { account: { kind: 'user', accountId: alice }, units: 3n, counts: 'none' },
     ];
     const { movementId } = await env.app.db
       .transaction()

@@ -72,7 +72,7 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
         title: 'Ledgerfeed API',
         version: '1.0.0',
         description:
-          'REST compatibility layer of the Social Posting Service API (spec/social-posting-api.md).',
+          'REST compatibility layer of the Social Posting Service API (docs/spec/social-posting-api.md).',
       },
       components: {
         securitySchemes: {

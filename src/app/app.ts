@@ -17,10 +17,10 @@ import { checkHealth, type HealthReport, type Probe } from '../domain/health/hea
 import { redactUrl, redactUrls } from '../url-redaction.js';
 import { cachedApiKeyStore, signallingAccountStore, signallingFollowStore } from './identity-stores.js';
 import { createChangeSignals } from './change-signals.js';
-import { createLedgerCore, type LedgerCore } from './ledger-core.js';
+import { createCoreServices, type CoreServices } from './core-services.js';
 
 /** Every long-lived client a process holds, built once from the resolved stack. */
-export interface App extends ApiDeps, LedgerCore {
+export interface App extends ApiDeps, CoreServices {
   config: Config;
   logger: Logger;
   stack: Devstack;
@@ -59,7 +59,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   const clickhouseTarget = stack.clickhouse;
   const clickhouse = createClickHouse(clickhouseTarget, config.CLICKHOUSE_DATABASE);
   const metrics = createMetrics();
-  const core = createLedgerCore(config, logger, db, stack.solana.url);
+  const core = createCoreServices(config, logger, db, stack.solana.url);
   const payments = createPaymentsQueue(stack.redis.url, config.REDIS_PREFIX);
   // Its subscriber connection opens on the first GraphQL subscription: workers never open it.
   const liveEvents = createLiveEvents({

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { LiveEvents, LiveSubscription } from '../adapters/redis/live-events.js';
 
+export type { LiveSubscription };
+
 /*
  * What the GraphQL subscriptions (postCreated, postCountsChanged) hear, and who tells them: the
  * REST and GraphQL write paths call these after their transaction committed (never inside it), and

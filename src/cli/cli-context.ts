@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import type { ChangeSignals } from '../app/change-signals.js';
-import { createLedgerCore, type LedgerCore } from '../app/ledger-core.js';
+import { createCoreServices, type CoreServices } from '../app/core-services.js';
 import { readConfig, type Config } from '../config/index.js';
 import { startDevstack } from '../devstack/index.js';
 import { createLogger } from '../logger.js';
 import { cliChangeSignals } from './cli-changes.js';
 
-export interface CliContext extends LedgerCore {
+export interface CliContext extends CoreServices {
   config: Config;
   logger: Logger;
   db: Db;
@@ -33,7 +33,7 @@ export async function withCliContext<T>(run: (context: CliContext) => Promise<T>
       logger,
       db,
       changes,
-      ...createLedgerCore(config, logger, db, stack.solana.url),
+      ...createCoreServices(config, logger, db, stack.solana.url),
     });
   } finally {
     await changes.close();

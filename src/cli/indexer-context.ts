@@ -3,7 +3,7 @@ import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapter
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { ChangeSignals } from '../app/change-signals.js';
-import { createLedgerCore, type LedgerCore } from '../app/ledger-core.js';
+import { createCoreServices, type CoreServices } from '../app/core-services.js';
 import { readConfig, type Config } from '../config/index.js';
 import { ClickHouseFolderBusyError } from '../devstack/clickhouse.devstack.js';
 import { startDevstack } from '../devstack/index.js';
@@ -11,7 +11,7 @@ import { createLogger } from '../logger.js';
 import { cliChangeSignals } from './cli-changes.js';
 
 /** What `reconcile`, `reindex` and `report` need: the CLI context plus ClickHouse and metrics. */
-export interface IndexerCliContext extends LedgerCore {
+export interface IndexerCliContext extends CoreServices {
   config: Config;
   logger: Logger;
   db: Db;
@@ -69,7 +69,7 @@ export async function withIndexerContext<T>(run: (context: IndexerCliContext) =>
       clickhouse,
       metrics: createMetrics(),
       changes,
-      ...createLedgerCore(config, logger, db, stack.solana.url),
+      ...createCoreServices(config, logger, db, stack.solana.url),
     });
   } finally {
     await changes.close();

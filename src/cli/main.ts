@@ -177,8 +177,8 @@ async function fund(args: string[]): Promise<number> {
         kind: 'deposit',
         idempotencyKey: `deposit:${signature}`,
         legs: [
-          { account: { kind: 'external' }, amountMicro: -amountMicro, counts: 'none' },
-          { account: { kind: 'user', accountId: account.id }, amountMicro, counts: 'none' },
+          { account: { kind: 'external' }, units: -amountMicro, counts: 'none' },
+          { account: { kind: 'user', accountId: account.id }, units: amountMicro, counts: 'none' },
         ],
       });
     }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Every environment variable Ledgerfeed reads, with its default. The variable table of
- * docs/configuration.md and docker-compose.yml are checked against this object by
+ * The README's configuration table and docker-compose.yml are checked against this object by
  * test/config-docs.test.ts: add a variable here first, then document it there.
  */
 const url = (protocols: readonly string[]) =>

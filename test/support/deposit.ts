@@ -20,8 +20,8 @@ export async function depositUsdc(
     kind: 'deposit',
     idempotencyKey: `deposit:${signature}`,
     legs: [
-      { account: { kind: 'external' }, amountMicro: -micro, counts: 'none' },
-      { account: { kind: 'user', accountId: account.id }, amountMicro: micro, counts: 'none' },
+      { account: { kind: 'external' }, units: -micro, counts: 'none' },
+      { account: { kind: 'user', accountId: account.id }, units: micro, counts: 'none' },
     ],
   });
   return signature;
@@ -43,10 +43,10 @@ export async function depositNative(
     kind: 'deposit',
     idempotencyKey: `deposit:${signature}`,
     legs: [
-      { account: { kind: 'external', currency: 'native' }, amountMicro: -units, counts: 'none' },
+      { account: { kind: 'external', currency: 'native' }, units: -units, counts: 'none' },
       {
         account: { kind: 'user', accountId: account.id, currency: 'native' },
-        amountMicro: units,
+        units: units,
         counts: 'none',
       },
     ],

@@ -72,7 +72,7 @@ export function movementCall(
 ): RawBuilder<{ movement_id: string; replayed: boolean }> {
   assertBalanced(movement.legs);
   const legs = movement.legs.map((leg) => {
-    const amount = leg.amountMicro;
+    const amount = leg.units;
     const user = leg.account.kind === 'user';
     const toPending =
       (movement.pending === 'hold' && amount > 0n) || (movement.pending === 'unhold' && amount < 0n);
@@ -185,7 +185,7 @@ export async function movementLegs(trx: Transaction<Database> | Db, movementId: 
       row.kind === 'user'
         ? { kind: 'user', accountId: row.account_id!, ...currency(row.currency) }
         : { kind: row.kind, ...currency(row.currency) },
-    amountMicro: row.amount,
+    units: row.amount,
     counts: row.counts,
   }));
 }

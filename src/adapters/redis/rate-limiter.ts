@@ -148,7 +148,7 @@ type SlideCommand = (
  * at 1:00.1. A sliding log is the only exact way to say that (a sliding-window counter estimates
  * the previous window's share and can let more through; GCRA allows a full burst and then the
  * steady rate, up to 2 x limit - 1 in one window). Its cost is one sorted-set entry per counted
- * hit (at most `limit` per subject and bucket) and O(log n) per hit; see the README for the
+ * hit (at most `limit` per subject and bucket) and O(log n) per hit; see docs/security.md for the
  * figures.
  */
 export function createRateLimiter(redis: Redis, options: RateLimiterOptions): RateLimiter {

@@ -44,7 +44,7 @@ export function createGraphqlServer(
     // and each operation spends its rate-limit budget by its cost before it executes.
     plugins: [
       queryLimitsPlugin(),
-      // Compiled execution (graphql-jit) of queries; measured in the README (GraphQL miss).
+      // Compiled execution (graphql-jit) of queries; measured in docs/benchmarks.md (GraphQL miss).
       useGraphQlJit({}, { enableIf: isQuery }),
       ...plugins,
     ],

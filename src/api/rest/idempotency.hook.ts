@@ -8,8 +8,6 @@ import {
   renewLease,
   storeAnswer,
   takeOverKey,
-} from '../../adapters/postgres/idempotency.repository.js';
-import {
   IDEMPOTENCY_KEY_TTL_HOURS,
   idempotencyLeaseMs,
   type IdempotencyClaim,

@@ -158,7 +158,7 @@ export async function payingEngagers(
  *
  * Client backends only: autovacuum workers write no events. Reading pg_stat_activity of other
  * sessions needs the `pg_read_all_stats` role (or a superuser); without it their `xact_start`
- * reads NULL and (1) would pass too early: a deployment requirement, documented in the README.
+ * reads NULL and (1) would pass too early: a deployment requirement, documented in docs/money.md (creator fund).
  */
 export async function eventsShippedThrough(db: Db, end: Date): Promise<boolean> {
   const { rows } = await sql<{ open: string; unshipped: string; now: Date }>`

@@ -214,10 +214,10 @@ export async function planEpoch(deps: CreatorFundDeps, epoch: EpochWindow): Prom
         payoutMemo(epoch.start, index),
       );
       const legs: Leg[] = [
-        { account: { kind: 'creator_fund', currency: 'native' }, amountMicro: -total, counts: 'none' },
+        { account: { kind: 'creator_fund', currency: 'native' }, units: -total, counts: 'none' },
         ...batch.map((s): Leg => ({
           account: { kind: 'user', accountId: s.authorId, currency: 'native' },
-          amountMicro: s.amount,
+          units: s.amount,
           counts: 'earned',
         })),
       ];

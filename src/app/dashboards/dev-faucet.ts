@@ -66,10 +66,10 @@ export async function grantDevFunds(
     kind: 'deposit',
     idempotencyKey: `deposit:${signature}`,
     legs: [
-      { account: { kind: 'external' }, amountMicro: -DEV_FAUCET_AMOUNT_MICRO, counts: 'none' },
+      { account: { kind: 'external' }, units: -DEV_FAUCET_AMOUNT_MICRO, counts: 'none' },
       {
         account: { kind: 'user', accountId: viewer.accountId },
-        amountMicro: DEV_FAUCET_AMOUNT_MICRO,
+        units: DEV_FAUCET_AMOUNT_MICRO,
         counts: 'none',
       },
     ],

@@ -293,10 +293,10 @@ function creditDeposit(
     kind: 'deposit',
     idempotencyKey: `deposit:${signature}`,
     legs: [
-      { account: { kind: 'external' }, amountMicro: -total, counts: 'none' },
+      { account: { kind: 'external' }, units: -total, counts: 'none' },
       ...credits.map((credit) => ({
         account: { kind: 'user' as const, accountId: credit.accountId },
-        amountMicro: credit.amount,
+        units: credit.amount,
         counts: 'none' as const,
       })),
     ],

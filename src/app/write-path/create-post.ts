@@ -63,8 +63,8 @@ export async function createPaidPost(
   const platform = await deps.bootstrapChain();
   const payer = await walletSigner(deps.db, deps.keystore, authorId);
   const postId = randomUUID();
-  const share = legs.find((leg) => leg.account.kind === 'user' && leg.amountMicro > 0n)?.amountMicro ?? 0n;
-  const treasuryShare = legs.find((leg) => leg.account.kind === 'treasury')!.amountMicro;
+  const share = legs.find((leg) => leg.account.kind === 'user' && leg.units > 0n)?.units ?? 0n;
+  const treasuryShare = legs.find((leg) => leg.account.kind === 'treasury')!.units;
   const payment = await signUsdcPayment(deps.rpc, platform, {
     from: payer,
     to: [
@@ -76,7 +76,7 @@ export async function createPaidPost(
     memo: `ledgerfeed:${draft.type}:${postId}`,
   });
 
-  const cost = -legs[0]!.amountMicro;
+  const cost = -legs[0]!.units;
   const eventType =
     draft.type === 'post' ? 'post.created' : draft.type === 'reply' ? 'post.replied' : 'post.quoted';
   const { chainTransactionId, row } = await commitPaidWrite<{ created_at: Date }>(deps.db, {

@@ -69,12 +69,12 @@ export async function repostPost(
   const payment = await signUsdcPayment(deps.rpc, platform, {
     from: payer,
     to: legs
-      .filter((leg) => leg.amountMicro > 0n)
-      .map((leg) => ({ owner: ownerOf(leg, platform, original), amountMicro: leg.amountMicro })),
+      .filter((leg) => leg.units > 0n)
+      .map((leg) => ({ owner: ownerOf(leg, platform, original), amountMicro: leg.units })),
     memo: `ledgerfeed:repost:${repostId}`,
   });
 
-  const cost = -legs[0]!.amountMicro;
+  const cost = -legs[0]!.units;
   try {
     const created = await deps.db.transaction().execute(async (trx) => {
       const { movementId } = await recordMovement(trx, { kind: 'repost', legs, pending: 'hold' });

@@ -4,13 +4,13 @@ import { assertBalanced, paidEngagementLegs, reversalLegs, UnbalancedMovementErr
 describe('paidEngagementLegs', () => {
   test('a plain post: the author pays $1 to the treasury', () => {
     expect(paidEngagementLegs('a', undefined)).toEqual([
-      { account: { kind: 'user', accountId: 'a' }, amountMicro: -1_000_000n, counts: 'spent' },
-      { account: { kind: 'treasury' }, amountMicro: 1_000_000n, counts: 'none' },
+      { account: { kind: 'user', accountId: 'a' }, units: -1_000_000n, counts: 'spent' },
+      { account: { kind: 'treasury' }, units: 1_000_000n, counts: 'none' },
     ]);
   });
 
   test("a reply to someone else's post pays the parent author half, the treasury the rest", () => {
-    expect(paidEngagementLegs('a', 'b').map((leg) => [leg.account, leg.amountMicro, leg.counts])).toEqual([
+    expect(paidEngagementLegs('a', 'b').map((leg) => [leg.account, leg.units, leg.counts])).toEqual([
       [{ kind: 'user', accountId: 'a' }, -1_000_000n, 'spent'],
       [{ kind: 'user', accountId: 'b' }, 500_000n, 'earned'],
       [{ kind: 'treasury' }, 500_000n, 'none'],
@@ -23,7 +23,7 @@ describe('paidEngagementLegs', () => {
 
   test('an odd price rounds the share down and the treasury takes the remainder', () => {
     const legs = paidEngagementLegs('a', 'b', 3n);
-    expect(legs.map((leg) => leg.amountMicro)).toEqual([-3n, 1n, 2n]);
+    expect(legs.map((leg) => leg.units)).toEqual([-3n, 1n, 2n]);
   });
 });
 
@@ -32,23 +32,23 @@ describe('assertBalanced', () => {
     const a = { kind: 'user', accountId: 'a' } as const;
     expect(() =>
       assertBalanced([
-        { account: a, amountMicro: -2n, counts: 'none' },
-        { account: { kind: 'treasury' }, amountMicro: 1n, counts: 'none' },
+        { account: a, units: -2n, counts: 'none' },
+        { account: { kind: 'treasury' }, units: 1n, counts: 'none' },
       ]),
     ).toThrow(UnbalancedMovementError);
     expect(() =>
       assertBalanced([
-        { account: a, amountMicro: 0n, counts: 'none' },
-        { account: { kind: 'treasury' }, amountMicro: 0n, counts: 'none' },
+        { account: a, units: 0n, counts: 'none' },
+        { account: { kind: 'treasury' }, units: 0n, counts: 'none' },
       ]),
     ).toThrow(/zero/);
-    expect(() => assertBalanced([{ account: a, amountMicro: 1n, counts: 'none' }])).toThrow(/two legs/);
+    expect(() => assertBalanced([{ account: a, units: 1n, counts: 'none' }])).toThrow(/two legs/);
   });
 
   test('a reversal undoes every leg', () => {
     const legs = paidEngagementLegs('a', 'b');
     const undo = reversalLegs(legs);
     assertBalanced(undo);
-    expect(legs.map((l, i) => l.amountMicro + undo[i]!.amountMicro)).toEqual([0n, 0n, 0n]);
+    expect(legs.map((l, i) => l.units + undo[i]!.units)).toEqual([0n, 0n, 0n]);
   });
 });

@@ -32,10 +32,9 @@ export interface Leg {
   account: LedgerAccountRef;
   /**
    * Signed base units of the account's currency (micro-USD for USDC, native base units for a
-   * native account; the name predates the second currency): negative leaves the account, positive
-   * enters it. Never 0.
+   * native account): negative leaves the account, positive enters it. Never 0.
    */
-  amountMicro: bigint;
+  units: bigint;
   counts: LegCounts;
 }
 
@@ -61,11 +60,11 @@ export class UnbalancedMovementError extends Error {
  */
 export function assertBalanced(legs: readonly Leg[]): void {
   if (legs.length < 2) throw new UnbalancedMovementError('a movement needs at least two legs');
-  if (legs.some((leg) => leg.amountMicro === 0n)) throw new UnbalancedMovementError('a leg of zero');
+  if (legs.some((leg) => leg.units === 0n)) throw new UnbalancedMovementError('a leg of zero');
   const sums = new Map<Currency, bigint>();
   for (const leg of legs) {
     const currency = currencyOf(leg.account);
-    sums.set(currency, (sums.get(currency) ?? 0n) + leg.amountMicro);
+    sums.set(currency, (sums.get(currency) ?? 0n) + leg.units);
   }
   for (const [currency, sum] of sums) {
     if (sum !== 0n) throw new UnbalancedMovementError(`${currency} legs sum to ${sum}, not 0`);
@@ -88,17 +87,17 @@ export function paidEngagementLegs(
   priceMicro = ENGAGEMENT_PRICE_MICRO,
 ): Leg[] {
   const legs: Leg[] = [
-    { account: { kind: 'user', accountId: payerId }, amountMicro: -priceMicro, counts: 'spent' },
+    { account: { kind: 'user', accountId: payerId }, units: -priceMicro, counts: 'spent' },
   ];
   const share =
     parentAuthorId && parentAuthorId !== payerId ? (priceMicro * PARENT_AUTHOR_SHARE_BPS) / 10_000n : 0n;
   if (share > 0n)
     legs.push({
       account: { kind: 'user', accountId: parentAuthorId! },
-      amountMicro: share,
+      units: share,
       counts: 'earned',
     });
-  legs.push({ account: { kind: 'treasury' }, amountMicro: priceMicro - share, counts: 'none' });
+  legs.push({ account: { kind: 'treasury' }, units: priceMicro - share, counts: 'none' });
   assertBalanced(legs);
   return legs;
 }
@@ -108,7 +107,7 @@ export function paidEngagementLegs(
  * so the payer's total_spent and the author's total_earned drop back too.
  */
 export function reversalLegs(legs: readonly Leg[]): Leg[] {
-  return legs.map((leg) => ({ account: leg.account, amountMicro: -leg.amountMicro, counts: leg.counts }));
+  return legs.map((leg) => ({ account: leg.account, units: -leg.units, counts: leg.counts }));
 }
 
 /**
@@ -117,8 +116,8 @@ export function reversalLegs(legs: readonly Leg[]): Leg[] {
  */
 export function sendLegs(senderId: string, recipientId: string, amountMicro: bigint): Leg[] {
   const legs: Leg[] = [
-    { account: { kind: 'user', accountId: senderId }, amountMicro: -amountMicro, counts: 'spent' },
-    { account: { kind: 'user', accountId: recipientId }, amountMicro, counts: 'none' },
+    { account: { kind: 'user', accountId: senderId }, units: -amountMicro, counts: 'spent' },
+    { account: { kind: 'user', accountId: recipientId }, units: amountMicro, counts: 'none' },
   ];
   assertBalanced(legs);
   return legs;

@@ -27,7 +27,7 @@ export interface EngagementCounts {
   engagerId: string;
   /**
    * Likes that count: a like counts in the epoch where it stands at the epoch's end and only if the
-   * engager never liked that post before (see the README: unlikes cancel likes).
+   * engager never liked that post before (see docs/money.md: unlikes cancel likes).
    */
   likes: number;
   replies: number;

@@ -1,6 +1,6 @@
 /**
  * The request budgets of the API, per subject (an account, or a client IP where there is no
- * account yet), from the Limits section of spec/social-posting-api.md. Pure data and arithmetic:
+ * account yet), from the Limits section of docs/spec/social-posting-api.md. Pure data and arithmetic:
  * counting lives in adapters/redis/rate-limiter.ts.
  */
 

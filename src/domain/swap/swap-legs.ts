@@ -6,10 +6,10 @@ import { assertBalanced, type Leg } from '../ledger/ledger.js';
  */
 export function swapLegs(accountId: string, amountTokens: bigint, amountUsdcMicro: bigint): Leg[] {
   const legs: Leg[] = [
-    { account: { kind: 'user', accountId, currency: 'native' }, amountMicro: -amountTokens, counts: 'none' },
-    { account: { kind: 'swap_pool', currency: 'native' }, amountMicro: amountTokens, counts: 'none' },
-    { account: { kind: 'swap_pool' }, amountMicro: -amountUsdcMicro, counts: 'none' },
-    { account: { kind: 'user', accountId }, amountMicro: amountUsdcMicro, counts: 'none' },
+    { account: { kind: 'user', accountId, currency: 'native' }, units: -amountTokens, counts: 'none' },
+    { account: { kind: 'swap_pool', currency: 'native' }, units: amountTokens, counts: 'none' },
+    { account: { kind: 'swap_pool' }, units: -amountUsdcMicro, counts: 'none' },
+    { account: { kind: 'user', accountId }, units: amountUsdcMicro, counts: 'none' },
   ];
   assertBalanced(legs);
   return legs;

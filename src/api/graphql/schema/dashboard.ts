@@ -1,6 +1,5 @@
-import { topPostsOf, type PostPerformanceRow } from '../../../adapters/postgres/top-posts.repository.js';
 import { devFaucetAvailable, grantDevFunds } from '../../../app/dashboards/dev-faucet.js';
-import { AppError } from '../../../domain/errors.js';
+import { MAX_TOP_POSTS, topPosts, type PostPerformanceRow } from '../../../app/dashboards/top-posts.js';
 import { builder } from '../builder.js';
 import { ViewerRef } from './account.js';
 
@@ -8,8 +7,6 @@ import { ViewerRef } from './account.js';
  * What the web dashboards (/dashboard) need beyond the existing reads: the cluster (explorer links,
  * whether the dev faucet exists), the dev faucet itself, and a creator's best posts.
  */
-
-const MAX_TOP_POSTS = 20;
 
 interface ChainInfo {
   cluster: string;
@@ -67,15 +64,7 @@ builder.objectField(ViewerRef, 'topPosts', (t) =>
       by: t.arg({ type: TopPostsOrderEnum, required: true }),
       first: t.arg.int({ required: false }),
     },
-    resolve: (account, args, ctx) => {
-      const first = args.first ?? 5;
-      if (!Number.isInteger(first) || first < 1 || first > MAX_TOP_POSTS) {
-        throw new AppError('invalid_request', `first must be between 1 and ${MAX_TOP_POSTS}`, {
-          field: 'first',
-        });
-      }
-      return topPostsOf(ctx.deps.db, account.id, { order: args.by, limit: first });
-    },
+    resolve: (account, args, ctx) => topPosts(ctx.deps, account.id, { order: args.by, first: args.first }),
   }),
 );
 

@@ -1,5 +1,9 @@
-import type { LiveSubscription } from '../../../adapters/redis/live-events.js';
-import { postCountsEvents, postCreatedEvents, type PostEvent } from '../../../app/live-updates.js';
+import {
+  postCountsEvents,
+  postCreatedEvents,
+  type LiveSubscription,
+  type PostEvent,
+} from '../../../app/live-updates.js';
 import { parsePostId, unknownPost } from '../../../domain/posts/engagement-rules.js';
 import type { PostView } from '../../../domain/posts/post-read-model.js';
 import { builder } from '../builder.js';

@@ -24,7 +24,7 @@ import type { LedgerStore } from '../domain/ledger/ledger-store.port.js';
 import { resolveMasterKey } from './master-key.js';
 
 /** The stores and chain services every entry point shares: the API process and the CLI alike. */
-export interface LedgerCore {
+export interface CoreServices {
   rpc: RpcClient;
   /** One status poller for every transaction this process waits on (close it on shutdown). */
   watcher: SignatureWatcher;
@@ -43,7 +43,7 @@ export interface LedgerCore {
   bootstrapChain(): Promise<PlatformChain>;
 }
 
-export function createLedgerCore(config: Config, logger: Logger, db: Db, solanaUrl: string): LedgerCore {
+export function createCoreServices(config: Config, logger: Logger, db: Db, solanaUrl: string): CoreServices {
   const rpc = createRpcClient(solanaUrl);
   const masterKey = resolveMasterKey(config, logger);
   const keystore = createKeystore(masterKey);

@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { buildHealthServer } from './api/health-server.js';
 import { buildServer } from './api/server.js';
 import type { PlatformChain } from './adapters/solana/index.js';
 import { openApp, type App } from './app/app.js';
@@ -18,6 +20,8 @@ export interface RunningService {
   roles: RunningRole[];
   /** Base URL of the API role, when it runs. */
   apiUrl: string | undefined;
+  /** Base URL of /healthz and /metrics in a process without the API role. */
+  healthUrl: string | undefined;
   /**
    * Stops in the order that loses no work: `/healthz` answers 503 `draining` at once, the API
    * keeps serving SHUTDOWN_DRAIN_MS more, then stops accepting and finishes the requests in flight
@@ -46,6 +50,7 @@ export async function runService(
   const stack = await startDevstack(config, { persistent: true, ownProcessGroups: true });
   let app: App | undefined;
   let draining = false;
+  let healthServer: FastifyInstance | undefined;
   const running: RunningRole[] = [];
   const stop = async (run: RunStep = untracked) => {
     draining = true;
@@ -62,6 +67,9 @@ export async function runService(
     await Promise.all(
       running.filter((role) => role.name !== 'api').map((role) => attempt(role.name, () => role.stop(run))),
     );
+    // Probed and scraped until the workers are done (it says `draining` from the first signal).
+    const health = healthServer;
+    if (health) await attempt('health server', () => run('health server', () => health.close()));
     const clients = app;
     if (clients)
       await attempt('clients', () => run('clients (Postgres, Redis, ClickHouse)', () => clients.close()));
@@ -77,16 +85,15 @@ export async function runService(
     if (migrated.postgres.length + migrated.clickhouse.length > 0)
       logger.info(migrated, 'migrations applied');
     const platform = await app.bootstrapChain();
+    // `draining` (503) from the first stop signal: a balancer stops sending, compose sees it.
+    const drainingHealth = reportDraining(
+      () => opened.checkHealth(),
+      () => draining,
+    );
 
     let apiUrl: string | undefined;
     if (roles.includes('api')) {
-      const server = await buildServer({
-        ...opened,
-        checkHealth: reportDraining(
-          () => opened.checkHealth(),
-          () => draining,
-        ),
-      });
+      const server = await buildServer({ ...opened, checkHealth: drainingHealth });
       // close() closes the connections idle at that moment; one whose request was in flight would
       // stay open after its answer for as long as the client keeps it (Fastify announces 72 s of
       // keep-alive), holding close() that long. Answers sent while closing end their connection.
@@ -95,15 +102,7 @@ export async function runService(
         if (closing) void reply.header('connection', 'close');
         return payload;
       });
-      await server.listen({ port: config.PORT, host: config.HOST }).catch((error: NodeJS.ErrnoException) => {
-        if (error.code === 'EADDRINUSE') {
-          throw new Error(`PORT ${config.PORT} on ${config.HOST} is in use: stop what holds it or set PORT`, {
-            cause: error,
-          });
-        }
-        throw error;
-      });
-      apiUrl = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${config.PORT}`;
+      apiUrl = await listen(server, config.HOST, config.PORT, 'PORT');
       const drainMs = config.SHUTDOWN_DRAIN_MS;
       running.push({
         name: 'api',
@@ -117,13 +116,40 @@ export async function runService(
         },
       });
     }
+    let healthUrl: string | undefined;
+    if (!roles.includes('api')) {
+      healthServer = buildHealthServer({ ...opened, checkHealth: drainingHealth });
+      const port = config.HEALTH_PORT ?? config.PORT;
+      healthUrl = await listen(
+        healthServer,
+        config.HOST,
+        port,
+        config.HEALTH_PORT === undefined ? 'PORT' : 'HEALTH_PORT',
+      );
+    }
     if (roles.includes('worker')) running.push(await startWorkerRole(app, processorsFor(app)));
     if (roles.includes('indexer')) running.push(startIndexerRole(app));
 
     stack.publish({ api: apiUrl });
-    return { app, platform, roles: running, apiUrl, stop, abandon: () => stack.abandon() };
+    return { app, platform, roles: running, apiUrl, healthUrl, stop, abandon: () => stack.abandon() };
   } catch (error) {
     await stop().catch(() => {}); // each failed step is logged; the start-up error is the one to show
     throw error;
   }
+}
+
+/** Listens, and names the setting to change when the port is taken; resolves to the base URL. */
+async function listen(server: FastifyInstance, host: string, port: number, setting: string): Promise<string> {
+  await server.listen({ port, host }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'EADDRINUSE') {
+      throw new Error(`${setting} ${port} on ${host} is in use: stop what holds it or set ${setting}`, {
+        cause: error,
+      });
+    }
+    throw error;
+  });
+  // Port 0 asks the OS for a free port: the URL names the one it gave.
+  const address = server.server.address();
+  const bound = typeof address === 'object' && address ? address.port : port;
+  return `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`;
 }

@@ -18,6 +18,10 @@ export function startupSummary(service: RunningService): string {
     rows.push(['Metrics', `${service.apiUrl}/metrics`]);
     rows.push(['Dashboards', `${service.apiUrl}/dashboard/ (queues: /admin/queues, admin role)`]);
   }
+  if (service.healthUrl) {
+    rows.push(['Health', `${service.healthUrl}/healthz`]);
+    rows.push(['Metrics', `${service.healthUrl}/metrics`]);
+  }
   rows.push(['Postgres', `${stack.postgres.source.padEnd(9)}${redactUrl(stack.postgres.url)}`]);
   rows.push(['Redis', `${stack.redis.source.padEnd(9)}${redactUrl(stack.redis.url)}`]);
   const clickhouse = stack.clickhouse;

@@ -7,9 +7,11 @@ import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.j
 import { createRedis } from '../adapters/redis/index.js';
 import { createLiveEvents } from '../adapters/redis/live-events.js';
 import { createPaymentsQueue } from '../adapters/redis/payments-queue.js';
+import { CREATOR_FUND_QUEUE } from '../adapters/redis/creator-fund-queue.js';
+import { queueJobCounter } from '../adapters/redis/queue-counts.js';
 import { createRateLimiter } from '../adapters/redis/rate-limiter.js';
 import type { ApiDeps, HttpExposure } from './api-deps.js';
-import { createMetrics, type Metrics } from '../observability/metrics.js';
+import { createMetrics, QUEUE_STATES, type Metrics } from '../observability/metrics.js';
 import type { Config } from '../config/index.js';
 import type { Devstack } from '../devstack/index.js';
 import { cachedHealthCheck } from '../domain/health/health-cache.js';
@@ -69,6 +71,9 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     onBadMessage: (channel, err) => logger.warn({ err, channel }, 'live event is not JSON; dropped'),
   });
   const changes = createChangeSignals(liveEvents, logger);
+  const creatorFundJobs = queueJobCounter(redis, config.REDIS_PREFIX, CREATOR_FUND_QUEUE);
+  metrics.watchQueue('payments', () => payments.queue.getJobCounts(...QUEUE_STATES));
+  metrics.watchQueue(CREATOR_FUND_QUEUE, () => creatorFundJobs.counts(QUEUE_STATES));
 
   const probes: Array<{ name: string; source: string; probe: Probe }> = [
     { name: 'postgres', source: stack.postgres.source, probe: () => sql`SELECT 1`.execute(db) },
@@ -158,6 +163,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     close: async () => {
       core.watcher.close();
       await payments.close();
+      await creatorFundJobs.close();
       await changes.close();
       await liveEvents.close();
       await Promise.allSettled([db.destroy(), readDb.destroy(), redis.quit(), clickhouse.close()]);

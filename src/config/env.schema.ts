@@ -51,6 +51,18 @@ export const envSchema = z.object({
     .default('development'),
   /** HTTP port of the API role (REST, GraphQL, /healthz, /metrics). */
   PORT: port.default(3000),
+  /**
+   * Port of /healthz and /metrics in a process without the API role (`--only worker`, `indexer`):
+   * every role can be probed and scraped. Unset: PORT. 0 picks a free port (printed at start).
+   * A process with the API serves both on PORT and ignores this.
+   */
+  HEALTH_PORT: optional(
+    z.coerce
+      .number({ message: 'expected a port number' })
+      .int({ message: 'expected an integer port from 0 to 65535' })
+      .min(0, { message: 'expected an integer port from 0 to 65535' })
+      .max(65535, { message: 'expected an integer port from 0 to 65535' }),
+  ),
   /** Interface the API binds to; compose sets 0.0.0.0 inside containers. */
   HOST: z.string().trim().min(1).default('127.0.0.1'),
   /**

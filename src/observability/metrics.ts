@@ -24,7 +24,23 @@ export interface Metrics {
   /** What the fund could pay at the last planning (whole tokens). */
   creatorFundAvailableTokens: Gauge;
   recordHealth(report: HealthReport): void;
+  /**
+   * Reports a BullMQ queue's jobs by state as `ledgerfeed_queue_jobs{queue,state}`, counted at
+   * each scrape (one Redis round trip); a count that fails leaves the state out of that scrape.
+   */
+  watchQueue(name: string, counts: () => Promise<Record<string, number>>): void;
 }
+
+/** The job states a scrape reports, as BullMQ names them. */
+export const QUEUE_STATES = [
+  'waiting',
+  'active',
+  'delayed',
+  'failed',
+  'completed',
+  'prioritized',
+  'waiting-children',
+] as const;
 
 /** A registry per process (not prom-client's global one) so tests can build several servers. */
 export function createMetrics(): Metrics {
@@ -111,8 +127,28 @@ export function createMetrics(): Metrics {
     help: 'Native tokens the creator fund could pay at its last epoch planning',
     registers: [registry],
   });
+  const watchedQueues = new Map<string, () => Promise<Record<string, number>>>();
+  new Gauge({
+    name: 'ledgerfeed_queue_jobs',
+    help: 'BullMQ jobs by queue and state, counted at scrape time',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      await Promise.all(
+        [...watchedQueues].map(async ([queue, counts]) => {
+          const byState = await counts().catch(() => undefined);
+          if (!byState) return;
+          for (const state of QUEUE_STATES) this.set({ queue, state }, byState[state] ?? 0);
+        }),
+      );
+    },
+  });
   return {
     registry,
+    watchQueue: (name, counts) => {
+      watchedQueues.set(name, counts);
+    },
     creatorFundEpochs,
     creatorFundUnderfunded,
     creatorFundPaidTokens,

@@ -4,7 +4,6 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
-  type FastifyRequest,
 } from 'fastify';
 import type { DependencyTracker } from '../app/read-cache.js';
 import { AppError } from '../domain/errors.js';

@@ -39,7 +39,11 @@ export function startupSummary(service: RunningService): string {
   ]);
   const { platform } = service;
   rows.push(['Cluster', platform.cluster]);
-  rows.push(['USDC mint', platform.usdcMint.toBase58()]);
+  // Where we mint, our USDC is a test token and says so: nobody should take it for Circle's.
+  rows.push([
+    'USDC mint',
+    `${platform.usdcMint.toBase58()}${platform.mintsTestTokens ? ' (our own test USDC; the dev faucet mints it)' : ''}`,
+  ]);
   rows.push(['Native mint', `${platform.nativeMint.toBase58()} (${platform.nativeDecimals} decimals)`]);
   rows.push(['Fee payer', platform.signers.fee_payer.publicKey.toBase58()]);
   rows.push(['Treasury', platform.signers.treasury.publicKey.toBase58()]);

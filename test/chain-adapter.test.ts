@@ -121,9 +121,14 @@ describe('the chain adapter against the localnet', () => {
     });
   });
 
-  test('the faucet refuses any cluster but the localnet', async () => {
+  test('the faucet refuses a cluster where the platform does not mint (devnet, as the bootstrap finds it)', async () => {
     await expect(
-      fundUsdc(env.app.rpc, { ...platform, cluster: 'devnet' }, alice.publicKey.toBase58(), 1n),
+      fundUsdc(
+        env.app.rpc,
+        { ...platform, cluster: 'devnet', mintsTestTokens: false },
+        alice.publicKey.toBase58(),
+        1n,
+      ),
     ).rejects.toThrow(FaucetRefusedError);
   });
 

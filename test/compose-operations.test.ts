@@ -45,7 +45,7 @@ describe('compose for operations', () => {
     };
     const exported = new Set(
       (await createMetrics().registry.getMetricsAsJSON()).flatMap((metric) =>
-        metric.type === 'histogram'
+        String(metric.type) === 'histogram'
           ? [`${metric.name}_bucket`, `${metric.name}_count`, `${metric.name}_sum`]
           : [metric.name],
       ),

@@ -9,6 +9,11 @@ export interface LocalnetOptions {
   port: number;
   /** Slot length; 400 ms like a validator. */
   slotMs?: number;
+  /**
+   * Serve only the standard JSON-RPC methods, hiding `localnet_*`: the service then takes it for
+   * a validator it does not control (compose's solana-test-validator) and bootstraps accordingly.
+   */
+  plainValidator?: boolean;
 }
 
 export interface Localnet {
@@ -22,7 +27,7 @@ export interface Localnet {
 export async function startLocalnet(options: LocalnetOptions): Promise<Localnet> {
   const host = options.host ?? '127.0.0.1';
   const chain = LocalChain.open({ dir: options.dir, slotMs: options.slotMs ?? 400 });
-  const server = createHttpServer(createDispatcher(chain));
+  const server = createHttpServer(createDispatcher(chain, { plainValidator: options.plainValidator }));
   let port: number;
   let wss;
   try {

@@ -19,8 +19,13 @@ interface JsonRpcRequest {
 type Dispatch = (request: unknown) => object;
 
 /** Answers one JSON-RPC request object; never throws. */
-export function createDispatcher(chain: LocalChain): Dispatch {
+export function createDispatcher(chain: LocalChain, options: { plainValidator?: boolean } = {}): Dispatch {
   const methods = createRpcMethods(chain);
+  // As a plain validator it serves only the standard methods: clients take it for a validator we
+  // do not control (no localnet_getInfo, no localnet_setAccount), as in a compose deployment.
+  if (options.plainValidator) {
+    for (const name of Object.keys(methods)) if (name.startsWith('localnet_')) delete methods[name];
+  }
   return (raw) => {
     const request = (raw ?? {}) as JsonRpcRequest;
     const id = request.id ?? null;

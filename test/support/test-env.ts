@@ -15,7 +15,7 @@ export interface TestEnv {
   config: Config;
   /** Unique per test file: database names, Redis prefix, ClickHouse database. */
   id: string;
-  /** The in-memory localnet, when the file asked for a chain. */
+  /** The in-memory localnet, when the file asked for a chain (as itself or as a plain validator). */
   localnet: Localnet | undefined;
   close(): Promise<void>;
 }
@@ -29,7 +29,7 @@ const noStop = async () => {};
  */
 export async function openTestEnv(
   overrides: Record<string, string> = {},
-  options: { chain?: boolean } = {},
+  options: { chain?: boolean | 'plain-validator' } = {},
 ): Promise<TestEnv> {
   const id = `t${randomBytes(5).toString('hex')}`;
   const serverUrl = inject('postgresUrl');
@@ -59,7 +59,9 @@ export async function openTestEnv(
     ...overrides,
   });
   // A chain only for files that need one: an in-memory localnet on free ports, fast slots.
-  const localnet = options.chain ? await startLocalnet({ port: 0, slotMs: 100 }) : undefined;
+  const localnet = options.chain
+    ? await startLocalnet({ port: 0, slotMs: 100, plainValidator: options.chain === 'plain-validator' })
+    : undefined;
   const stack: Devstack = {
     postgres: { url: config.DATABASE_URL ?? '', source: 'external', stop: noStop },
     redis: { url: inject('redisUrl'), source: 'external', stop: noStop },

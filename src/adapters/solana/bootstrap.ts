@@ -22,7 +22,7 @@ export const USDC_DECIMALS = 6;
 /** Decimals of the native token the bootstrap creates. */
 export const NATIVE_DECIMALS = 9;
 
-/** What the localnet bootstrap seeds when the balance is zero (base units). */
+/** What the bootstrap seeds on a cluster where we mint both tokens, when the balance is zero (base units). */
 export const LOCALNET_SEED = {
   feePayerLamports: 100_000_000_000, // 100 SOL
   creatorFundNative: 10_000_000n * 10n ** BigInt(NATIVE_DECIMALS),
@@ -39,6 +39,12 @@ export interface PlatformChain {
   /** Token accounts (ATAs of the pool authority) holding the swap pool's reserves. */
   poolUsdcVault: PublicKey;
   poolNativeVault: PublicKey;
+  /**
+   * We mint both tokens here: a cluster that is not public (our localnet, or a validator we run,
+   * such as compose's) whose USDC and native mints have our authorities. Then the bootstrap seeds
+   * the pool and the creator fund, and the dev faucet works. Never on mainnet, devnet or testnet.
+   */
+  mintsTestTokens: boolean;
 }
 
 export interface BootstrapDeps {
@@ -120,7 +126,13 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
 
   const poolUsdcVault = associatedTokenAccount(usdcMint, signers.pool_authority.publicKey);
   const poolNativeVault = associatedTokenAccount(nativeMint, signers.pool_authority.publicKey);
-  if (cluster === 'localnet') {
+  const privateCluster = cluster === 'localnet' || cluster === 'local-validator';
+  const mintsTestTokens =
+    privateCluster &&
+    (await readMint(deps.rpc, usdcMint))?.authority?.equals(signers.usdc_mint_authority.publicKey) === true &&
+    (await readMint(deps.rpc, nativeMint))?.authority?.equals(signers.native_mint_authority.publicKey) ===
+      true;
+  if (mintsTestTokens) {
     const seeds: Array<[PublicKey, PublicKey, number, Signer, bigint]> = [
       [
         signers.creator_fund.publicKey,
@@ -163,7 +175,16 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
     }
   }
 
-  return { cluster, signers, usdcMint, nativeMint, nativeDecimals, poolUsdcVault, poolNativeVault };
+  return {
+    cluster,
+    signers,
+    usdcMint,
+    nativeMint,
+    nativeDecimals,
+    poolUsdcVault,
+    poolNativeVault,
+    mintsTestTokens,
+  };
 }
 
 async function sendInstructions(
@@ -278,7 +299,10 @@ async function ensureMint(
 
 type EncodedAccount = { data: [string, string]; owner: string } | null;
 
-async function readMint(rpc: RpcClient, address: PublicKey): Promise<{ decimals: number } | undefined> {
+async function readMint(
+  rpc: RpcClient,
+  address: PublicKey,
+): Promise<{ decimals: number; authority: PublicKey | undefined } | undefined> {
   const { value } = await rpc.call<{ value: EncodedAccount }>('getAccountInfo', [
     address.toBase58(),
     { encoding: 'base64', commitment: 'confirmed' },
@@ -287,7 +311,11 @@ async function readMint(rpc: RpcClient, address: PublicKey): Promise<{ decimals:
   const data = Buffer.from(value.data[0], 'base64');
   if (data.length !== MINT_SIZE) return undefined;
   const mint = MintLayout.decode(data);
-  return mint.isInitialized ? { decimals: mint.decimals } : undefined;
+  if (!mint.isInitialized) return undefined;
+  return {
+    decimals: mint.decimals,
+    authority: mint.mintAuthorityOption === 1 ? mint.mintAuthority : undefined,
+  };
 }
 
 async function missingAccounts(rpc: RpcClient, addresses: PublicKey[]): Promise<Set<string>> {

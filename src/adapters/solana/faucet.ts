@@ -11,7 +11,7 @@ export class FaucetRefusedError extends Error {
 
 /**
  * Dev faucet: mints USDC (micro-USD = base units) into the owner's associated token account,
- * creating it. Only on the embedded localnet, where our USDC is a mint we control.
+ * creating it. Only where our USDC is a mint we control on a private cluster (mintsTestTokens).
  */
 export async function fundUsdc(
   rpc: RpcClient,
@@ -24,7 +24,7 @@ export async function fundUsdc(
 
 /**
  * Dev faucet for the native token: mints `units` base units into the owner's native token
- * account (creating it). Only on the embedded localnet. The caller credits the ledger's native
+ * account (creating it). Only where we hold the native mint's authority (mintsTestTokens). The caller credits the ledger's native
  * account as a deposit keyed by the signature, as for USDC, so ledger = chain for native too.
  */
 export async function fundNative(
@@ -50,9 +50,9 @@ async function mintOnLocalnet(
     throw new FaucetRefusedError(`${owner} is not a Solana address`);
   }
   if (amountMicro <= 0n) throw new FaucetRefusedError('the amount must be above zero');
-  if (platform.cluster !== 'localnet') {
+  if (!platform.mintsTestTokens) {
     throw new FaucetRefusedError(
-      `The faucet mints only on the embedded localnet, not on ${platform.cluster}.`,
+      `The faucet mints only where the platform holds both mints' authorities on a private cluster (the embedded localnet or a validator of ours), not on ${platform.cluster}.`,
     );
   }
   const { blockhash, lastValidBlockHeight } = await rpc.getLatestBlockhash('confirmed');

@@ -30,9 +30,12 @@ export interface DevFaucetDeps {
   now?: () => number;
 }
 
-/** Whether the faucet serves this deployment: only the embedded localnet, whose USDC we mint. */
+/**
+ * Whether the faucet serves this deployment: a private cluster (the embedded localnet or a
+ * validator we run) whose USDC and native mints are ours. Never a public cluster.
+ */
 export async function devFaucetAvailable(deps: Pick<DevFaucetDeps, 'bootstrapChain'>): Promise<boolean> {
-  return (await deps.bootstrapChain()).cluster === 'localnet';
+  return (await deps.bootstrapChain()).mintsTestTokens;
 }
 
 /**
@@ -46,10 +49,10 @@ export async function grantDevFunds(
   viewer: Viewer,
 ): Promise<{ signature: string; amountMicro: bigint }> {
   const platform = await deps.bootstrapChain();
-  if (platform.cluster !== 'localnet') {
+  if (!platform.mintsTestTokens) {
     throw new AppError(
       'forbidden',
-      `The dev faucet exists only on the embedded localnet; this deployment runs on ${platform.cluster}`,
+      `The dev faucet exists only on a private cluster whose test USDC we mint; this deployment runs on ${platform.cluster}`,
     );
   }
   if (!viewer.walletAddress)

@@ -21,7 +21,8 @@ const ChainInfoRef = builder.objectRef<ChainInfo>('ChainInfo').implement({
       description: 'mainnet-beta, devnet, testnet, localnet (embedded) or local-validator.',
     }),
     faucetAvailable: t.exposeBoolean('faucetAvailable', {
-      description: 'Whether devFaucet mints here (the embedded localnet only).',
+      description:
+        'Whether devFaucet mints here: a private cluster (the embedded localnet or a validator of ours) whose test USDC the platform mints.',
     }),
     explorerTxUrlTemplate: t.exposeString('explorerTxUrlTemplate', {
       description:

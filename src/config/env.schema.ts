@@ -108,8 +108,6 @@ export const envSchema = z.object({
     .default('ledgerfeed'),
   /** Unset: the embedded localnet (arrives with the localnet issue). */
   SOLANA_RPC_URL: optional(url(['http:', 'https:'])),
-  /** Unset: derived from SOLANA_RPC_URL (port + 1, ws:// or wss://), as web3.js does. */
-  SOLANA_WS_URL: optional(url(['ws:', 'wss:'])),
   /**
    * The cluster's JSON-RPC as a browser reaches it, for the dashboards' block-explorer links on a
    * localnet or private validator (inside docker compose SOLANA_RPC_URL names a container). Unset:
@@ -206,7 +204,10 @@ export const envSchema = z.object({
     .int({ message: 'expected whole milliseconds' })
     .min(1_000, { message: 'expected at least 1000 ms' })
     .default(3_600_000),
-  /** USDC mint. Unset: the mainnet address on the embedded localnet, a mint of our own elsewhere. */
+  /**
+   * USDC mint. Unset: the mainnet address on the embedded localnet (our own test USDC placed
+   * there), Circle's devnet USDC on devnet, a mint of our own on a validator we run.
+   */
   USDC_MINT: optional(base58Address),
   /** The native token's mint. Unset: a mint the bootstrap creates (and records) on first start. */
   NATIVE_MINT: optional(base58Address),

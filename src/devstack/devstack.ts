@@ -86,7 +86,6 @@ export async function startDevstack(config: Config, options: DevstackOptions): P
         ? { url: shared.solanaRpc, wsUrl: websocketUrlOf(shared.solanaRpc), source: 'shared', stop: noStop }
         : await startSolana({
             rpcUrl: config.SOLANA_RPC_URL,
-            wsUrl: config.SOLANA_WS_URL,
             dataDir: config.dataDir,
             localnetPort: options.localnetPort ?? config.LOCALNET_PORT,
           });

@@ -9,7 +9,6 @@ export interface SolanaHandle extends ServiceHandle {
 
 export interface SolanaOptions {
   rpcUrl: string | undefined;
-  wsUrl: string | undefined;
   dataDir: string;
   /** LOCALNET_PORT; the WebSocket listens on the next port. */
   localnetPort: number;
@@ -20,7 +19,8 @@ export async function startSolana(options: SolanaOptions): Promise<SolanaHandle>
   if (options.rpcUrl) {
     return {
       url: options.rpcUrl,
-      wsUrl: options.wsUrl ?? websocketUrlOf(options.rpcUrl),
+      // Shown only: the service confirms by polling and opens no WebSocket (SOLANA_WS_URL is gone).
+      wsUrl: websocketUrlOf(options.rpcUrl),
       source: 'external',
       stop: async () => {},
     };

@@ -18,6 +18,27 @@ import { associatedTokenAccount, buildMintTo } from './transaction-builder.js';
 
 /** The mainnet USDC mint: on the localnet our own USDC lives at the same address. */
 export const MAINNET_USDC_MINT = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+/** Circle's USDC on devnet (test USDC from https://faucet.circle.com): the default there. */
+export const DEVNET_USDC_MINT = '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU';
+
+/** The USDC mint a cluster uses when USDC_MINT is unset; undefined: a mint of our own. */
+export function defaultUsdcMint(cluster: Cluster): string | undefined {
+  if (cluster === 'localnet') return MAINNET_USDC_MINT;
+  if (cluster === 'devnet') return DEVNET_USDC_MINT;
+  return undefined;
+}
+
+/**
+ * How the fee payer gets SOL: below `minimum` it asks for an airdrop of `airdrop` lamports. Our
+ * validators grant anything; the public faucets grant 1 SOL or so a request and rate-limit, so on
+ * devnet and testnet it asks for 1 SOL and, when refused, says how much to send where.
+ */
+export function feePayerFunding(cluster: Cluster): { minimum: number; airdrop: number } | undefined {
+  if (cluster === 'localnet' || cluster === 'local-validator')
+    return { minimum: LOCALNET_SEED.feePayerLamports / 10, airdrop: LOCALNET_SEED.feePayerLamports };
+  if (cluster === 'devnet' || cluster === 'testnet') return { minimum: 500_000_000, airdrop: 1_000_000_000 };
+  return undefined;
+}
 export const USDC_DECIMALS = 6;
 /** Decimals of the native token the bootstrap creates. */
 export const NATIVE_DECIMALS = 9;
@@ -85,7 +106,7 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
 
   const usdcMint = await ensureMint(deps, cluster, send, {
     role: 'usdc_mint',
-    configured: config.usdcMint ?? (cluster === 'localnet' ? MAINNET_USDC_MINT : undefined),
+    configured: config.usdcMint ?? defaultUsdcMint(cluster),
     decimals: USDC_DECIMALS,
     authority: signers.usdc_mint_authority.publicKey,
   });
@@ -127,13 +148,17 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
   const poolUsdcVault = associatedTokenAccount(usdcMint, signers.pool_authority.publicKey);
   const poolNativeVault = associatedTokenAccount(nativeMint, signers.pool_authority.publicKey);
   const privateCluster = cluster === 'localnet' || cluster === 'local-validator';
+  const nativeIsOurs =
+    (await readMint(deps.rpc, nativeMint))?.authority?.equals(signers.native_mint_authority.publicKey) ===
+    true;
   const mintsTestTokens =
     privateCluster &&
-    (await readMint(deps.rpc, usdcMint))?.authority?.equals(signers.usdc_mint_authority.publicKey) === true &&
-    (await readMint(deps.rpc, nativeMint))?.authority?.equals(signers.native_mint_authority.publicKey) ===
-      true;
-  if (mintsTestTokens) {
-    const seeds: Array<[PublicKey, PublicKey, number, Signer, bigint]> = [
+    nativeIsOurs &&
+    (await readMint(deps.rpc, usdcMint))?.authority?.equals(signers.usdc_mint_authority.publicKey) === true;
+  // The native token is ours on any cluster (devnet too): its seeds are minted wherever we hold its
+  // authority. USDC only where it is our test USDC; elsewhere (Circle's devnet USDC) it is sent in.
+  if (nativeIsOurs) {
+    const all: Array<[PublicKey, PublicKey, number, Signer, bigint]> = [
       [
         signers.creator_fund.publicKey,
         nativeMint,
@@ -156,6 +181,7 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
         LOCALNET_SEED.poolNative,
       ],
     ];
+    const seeds = all.filter(([, mint]) => mintsTestTokens || !mint.equals(usdcMint));
     for (const [owner, mint, decimals, authority, amount] of seeds) {
       if ((await tokenBalance(deps.rpc, associatedTokenAccount(mint, owner))) > 0n) continue;
       const { blockhash, lastValidBlockHeight } = await deps.rpc.getLatestBlockhash('confirmed');
@@ -173,6 +199,12 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
       await sendAndConfirm(deps.rpc, { ...signed, lastValidBlockHeight }, { commitment: 'confirmed' });
       deps.log(`seeded ${owner.toBase58()} with ${amount} base units of ${mint.toBase58()}`);
     }
+  }
+  if (!mintsTestTokens && (await tokenBalance(deps.rpc, poolUsdcVault)) === 0n) {
+    deps.log(
+      `the swap pool's USDC vault ${poolUsdcVault.toBase58()} is empty: swaps quote nothing until USDC of ${usdcMint.toBase58()} is sent to it` +
+        (cluster === 'devnet' ? ' (test USDC: https://faucet.circle.com)' : ''),
+    );
   }
 
   return {
@@ -207,24 +239,24 @@ async function fundFeePayer(deps: BootstrapDeps, cluster: Cluster, feePayer: Pub
     feePayer.toBase58(),
     { commitment: 'confirmed' },
   ]);
-  if (lamports >= LOCALNET_SEED.feePayerLamports / 10) return;
-  if (
-    cluster === 'localnet' ||
-    cluster === 'local-validator' ||
-    cluster === 'devnet' ||
-    cluster === 'testnet'
-  ) {
-    const signature = await deps.rpc.call<string>('requestAirdrop', [
-      feePayer.toBase58(),
-      LOCALNET_SEED.feePayerLamports,
-    ]);
-    await waitLanded(deps.rpc, signature);
-    deps.log(`airdropped ${LOCALNET_SEED.feePayerLamports} lamports to the fee payer ${feePayer.toBase58()}`);
-    return;
+  const funding = feePayerFunding(cluster);
+  if (lamports >= (funding?.minimum ?? 1)) return;
+  const sendIt = (need: number) =>
+    new BootstrapRefusedError(
+      `The fee payer ${feePayer.toBase58()} has ${lamports} lamports: send it at least ${need / 1e9} SOL` +
+        (cluster === 'devnet' || cluster === 'testnet' ? ` (https://faucet.solana.com, ${cluster})` : '') +
+        ' and start again.',
+    );
+  if (!funding) throw sendIt(1_000_000_000);
+  let signature: string;
+  try {
+    signature = await deps.rpc.call<string>('requestAirdrop', [feePayer.toBase58(), funding.airdrop]);
+  } catch (error) {
+    // A public faucet refuses past its limit (429 or an error): say what to do instead.
+    throw Object.assign(sendIt(funding.minimum), { cause: error });
   }
-  throw new BootstrapRefusedError(
-    `The fee payer ${feePayer.toBase58()} has ${lamports} lamports: fund it with SOL.`,
-  );
+  await waitLanded(deps.rpc, signature);
+  deps.log(`airdropped ${funding.airdrop} lamports to the fee payer ${feePayer.toBase58()}`);
 }
 
 interface MintPlan {

@@ -47,7 +47,10 @@ export async function runService(
   logger: Logger,
   roles: readonly RoleName[],
 ): Promise<RunningService> {
-  const stack = await startDevstack(config, { persistent: true, ownProcessGroups: true });
+  // An api alone with no CLICKHOUSE_URL runs without ClickHouse rather than open the embedded
+  // chdb folder, which one process holds (the worker and indexer need it: they ship and reconcile).
+  const clickhouse = config.CLICKHOUSE_URL !== undefined || roles.some((role) => role !== 'api');
+  const stack = await startDevstack(config, { persistent: true, ownProcessGroups: true, clickhouse });
   let app: App | undefined;
   let draining = false;
   let healthServer: FastifyInstance | undefined;

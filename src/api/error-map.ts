@@ -13,6 +13,7 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   idempotency_key_reused: 422,
   rate_limited: 429,
   internal: 500,
+  analytics_unavailable: 503,
   unavailable: 503,
 };
 
@@ -33,6 +34,7 @@ export const graphqlCodeOf: Readonly<Record<ErrorCode, string>> = {
   idempotency_key_reused: 'IDEMPOTENCY_KEY_REUSED',
   rate_limited: 'RATE_LIMITED',
   internal: 'INTERNAL_SERVER_ERROR',
+  analytics_unavailable: 'ANALYTICS_UNAVAILABLE',
   unavailable: 'SERVICE_UNAVAILABLE',
 };
 

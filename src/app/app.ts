@@ -1,7 +1,12 @@
 import { sql } from 'kysely';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapters/clickhouse/index.js';
+import {
+  createClickHouse,
+  migrateClickHouse,
+  unconfiguredClickHouse,
+  type ClickHouse,
+} from '../adapters/clickhouse/index.js';
 import { createApiKeyStore } from '../adapters/postgres/api-keys.repository.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createRedis } from '../adapters/redis/index.js';
@@ -57,9 +62,12 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   // read: they use it too.
   const keysOnReadPool = createApiKeyStore(readDb);
   const redis = createRedis(stack.redis.url, 'client');
-  if (!stack.clickhouse) throw new Error('openApp needs ClickHouse; this stack was started without it');
+  // No ClickHouse in this stack: an api beside a worker and indexer that hold the embedded one. Its
+  // analytics fields answer 503 analytics_unavailable; everything else works.
   const clickhouseTarget = stack.clickhouse;
-  const clickhouse = createClickHouse(clickhouseTarget, config.CLICKHOUSE_DATABASE);
+  const clickhouse = clickhouseTarget
+    ? createClickHouse(clickhouseTarget, config.CLICKHOUSE_DATABASE)
+    : unconfiguredClickHouse(config.CLICKHOUSE_DATABASE);
   const metrics = createMetrics();
   const core = createCoreServices(config, logger, db, stack.solana.url);
   const payments = createPaymentsQueue(stack.redis.url, config.REDIS_PREFIX);
@@ -75,17 +83,19 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   metrics.watchQueue('payments', () => payments.queue.getJobCounts(...QUEUE_STATES));
   metrics.watchQueue(CREATOR_FUND_QUEUE, () => creatorFundJobs.counts(QUEUE_STATES));
 
-  const probes: Array<{ name: string; source: string; probe: Probe }> = [
+  const probes: Array<{ name: string; source: string; probe: Probe | undefined }> = [
     { name: 'postgres', source: stack.postgres.source, probe: () => sql`SELECT 1`.execute(db) },
     { name: 'redis', source: stack.redis.source, probe: () => redis.ping() },
     {
       name: 'clickhouse',
-      source: clickhouseTarget.kind === 'chdb' ? 'embedded' : 'external',
-      probe: async () => {
-        // ping() reports failure in its result instead of throwing.
-        const result = await clickhouse.client.ping();
-        if (!result.success) throw result.error;
-      },
+      source: !clickhouseTarget ? 'none' : clickhouseTarget.kind === 'chdb' ? 'embedded' : 'external',
+      probe: clickhouseTarget
+        ? async () => {
+            // ping() reports failure in its result instead of throwing.
+            const result = await clickhouse.client.ping();
+            if (!result.success) throw result.error;
+          }
+        : undefined,
     },
   ];
   probes.push({
@@ -147,7 +157,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     checkHealth: health,
     migrate: async () => {
       const postgres = await migratePostgres(db);
-      const ch = await migrateClickHouse(clickhouse);
+      const ch = clickhouse.configured ? await migrateClickHouse(clickhouse) : { applied: [] };
       return { postgres: postgres.applied, clickhouse: ch.applied };
     },
     payments,

@@ -15,6 +15,8 @@ export type ErrorCode =
   /** A swap's quote came out below the caller's `min_amount_usdc`: nothing was moved. */
   | 'slippage_exceeded'
   | 'rate_limited'
+  /** An analytics read (ClickHouse) in a process that has no ClickHouse configured. */
+  | 'analytics_unavailable'
   | 'unavailable'
   | 'internal';
 

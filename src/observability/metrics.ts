@@ -166,6 +166,7 @@ export function createMetrics(): Metrics {
     recordHealth: (report) => {
       healthChecks.inc({ status: report.status });
       for (const d of report.dependencies) {
+        if (d.status === 'not_configured') continue;
         dependencyUp.set({ dependency: d.name }, d.status === 'up' ? 1 : 0);
         dependencyLatency.set({ dependency: d.name }, d.latencyMs / 1000);
       }

@@ -29,7 +29,7 @@ const noStop = async () => {};
  */
 export async function openTestEnv(
   overrides: Record<string, string> = {},
-  options: { chain?: boolean | 'plain-validator' } = {},
+  options: { chain?: boolean | 'plain-validator'; clickhouse?: false } = {},
 ): Promise<TestEnv> {
   const id = `t${randomBytes(5).toString('hex')}`;
   const serverUrl = inject('postgresUrl');
@@ -65,7 +65,7 @@ export async function openTestEnv(
   const stack: Devstack = {
     postgres: { url: config.DATABASE_URL ?? '', source: 'external', stop: noStop },
     redis: { url: inject('redisUrl'), source: 'external', stop: noStop },
-    clickhouse,
+    clickhouse: options.clickhouse === false ? undefined : clickhouse,
     solana: localnet
       ? { url: localnet.rpcUrl, wsUrl: localnet.wsUrl, source: 'embedded', stop: noStop }
       : {
@@ -88,7 +88,8 @@ export async function openTestEnv(
     localnet,
     close: async () => {
       await localnet?.close();
-      await app.clickhouse.client.command({ query: `DROP DATABASE IF EXISTS \`${id}\`` });
+      if (app.clickhouse.configured)
+        await app.clickhouse.client.command({ query: `DROP DATABASE IF EXISTS \`${id}\`` });
       const keys = await app.redis.keys(`${id}:*`);
       if (keys.length > 0) await app.redis.del(...keys);
       await app.close();

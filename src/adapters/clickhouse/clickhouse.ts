@@ -14,6 +14,8 @@ export type ClickHouseTarget =
 export interface ClickHouse {
   readonly client: ClickHouseClient;
   readonly database: string;
+  /** False for the stand-in of a process without ClickHouse (unconfigured-clickhouse.ts). */
+  readonly configured: boolean;
   /** Backquoted `database`.`name`. */
   table(name: string): string;
   /** Inserts rows (JSONEachRow: 64-bit integers as strings) into a table of this database. */
@@ -46,6 +48,7 @@ export function createClickHouse(target: ClickHouseTarget, database: string): Cl
   return {
     client,
     database,
+    configured: true,
     table,
     insertRows: async (name, rows) => {
       if (rows.length === 0) return;

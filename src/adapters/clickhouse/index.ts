@@ -1,2 +1,3 @@
 export { createClickHouse, type ClickHouse, type ClickHouseTarget } from './clickhouse.js';
+export { unconfiguredClickHouse } from './unconfigured-clickhouse.js';
 export { migrateClickHouse, loadClickHouseMigrations, splitStatements } from './migrator.js';

@@ -17,6 +17,29 @@ describe('checkHealth', () => {
     ]);
   });
 
+  test('a dependency without a probe is not_configured and does not make the report down', async () => {
+    const report = await checkHealth({
+      timeoutMs: 100,
+      probes: [
+        { name: 'a', source: 'embedded', probe: () => Promise.resolve('fine') },
+        { name: 'clickhouse', source: 'none', probe: undefined },
+      ],
+    });
+    expect(report.status).toBe('ok');
+    expect(report.dependencies.map((d) => [d.name, d.status])).toEqual([
+      ['a', 'up'],
+      ['clickhouse', 'not_configured'],
+    ]);
+    const down = await checkHealth({
+      timeoutMs: 100,
+      probes: [
+        { name: 'a', source: 'embedded', probe: () => Promise.reject(new Error('no')) },
+        { name: 'clickhouse', source: 'none', probe: undefined },
+      ],
+    });
+    expect(down.status).toBe('down');
+  });
+
   test('a failing probe makes the report down; its message is the detail, not the public error', async () => {
     const report = await checkHealth({
       timeoutMs: 100,

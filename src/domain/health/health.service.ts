@@ -3,7 +3,8 @@ export type Probe = () => Promise<unknown>;
 
 export interface DependencyHealth {
   name: string;
-  status: 'up' | 'down';
+  /** `not_configured`: this process runs without it on purpose (an api without ClickHouse). */
+  status: 'up' | 'down' | 'not_configured';
   /** Round-trip time of the probe, in milliseconds. */
   latencyMs: number;
   /** How the service was provided: external, embedded, shared, local. */
@@ -25,7 +26,8 @@ export interface HealthReport {
 }
 
 export interface HealthDeps {
-  probes: ReadonlyArray<{ name: string; source: string; probe: Probe }>;
+  /** A dependency without a probe is not configured here: reported, never counted as down. */
+  probes: ReadonlyArray<{ name: string; source: string; probe: Probe | undefined }>;
   /** A probe slower than this counts as down, so /healthz answers even when a server hangs. */
   timeoutMs: number;
   now?: () => Date;
@@ -35,6 +37,7 @@ export interface HealthDeps {
 export async function checkHealth(deps: HealthDeps): Promise<HealthReport> {
   const dependencies = await Promise.all(
     deps.probes.map(async ({ name, source, probe }): Promise<DependencyHealth> => {
+      if (!probe) return { name, source, status: 'not_configured', latencyMs: 0 };
       const started = performance.now();
       try {
         await withTimeout(probe(), deps.timeoutMs);
@@ -47,7 +50,7 @@ export async function checkHealth(deps: HealthDeps): Promise<HealthReport> {
     }),
   );
   return {
-    status: dependencies.every((d) => d.status === 'up') ? 'ok' : 'down',
+    status: dependencies.every((d) => d.status !== 'down') ? 'ok' : 'down',
     checkedAt: (deps.now ?? (() => new Date()))(),
     dependencies,
   };

@@ -10,7 +10,10 @@ const DependencyHealthType = builder.objectRef<DependencyHealth>('DependencyHeal
   description: 'One backing service as the last probe saw it.',
   fields: (t) => ({
     name: t.exposeString('name'),
-    status: t.exposeString('status', { description: '`up` or `down`.' }),
+    status: t.exposeString('status', {
+      description:
+        '`up`, `down`, or `not_configured` (a process that runs without it on purpose: an api without ClickHouse).',
+    }),
     latencyMs: t.exposeFloat('latencyMs', { description: 'Probe round-trip in milliseconds.' }),
     source: t.exposeString('source', {
       description: 'How the service was provided: external, embedded, shared or local.',

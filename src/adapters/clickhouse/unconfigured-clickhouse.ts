@@ -1,0 +1,30 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { AppError } from '../../domain/errors.js';
+import type { ClickHouse } from './clickhouse.js';
+
+/**
+ * The ClickHouse of a process that runs without one (an `api` role with no CLICKHOUSE_URL, beside a
+ * worker and indexer holding the embedded chdb folder): every use refuses with 503
+ * `analytics_unavailable`, naming the setting, so analytics fields fail clearly and nothing else
+ * is touched. Closing it is a no-op.
+ */
+export function unconfiguredClickHouse(database: string): ClickHouse {
+  const refusal = () =>
+    new AppError(
+      'analytics_unavailable',
+      'Analytics are not available from this process: it runs without ClickHouse (set CLICKHOUSE_URL to serve them)',
+    );
+  const client = new Proxy({} as ClickHouseClient, {
+    get: (_target, property) =>
+      property === 'close' ? () => Promise.resolve() : () => Promise.reject(refusal()),
+  });
+  return {
+    client,
+    database,
+    configured: false,
+    table: (name) => `\`${database}\`.\`${name}\``,
+    insertRows: () => Promise.reject(refusal()),
+    insertTabSeparated: () => Promise.reject(refusal()),
+    close: () => Promise.resolve(),
+  };
+}

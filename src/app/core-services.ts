@@ -11,6 +11,7 @@ import {
   createRpcClient,
   createSignatureWatcher,
   createWalletProvisioner,
+  rpcPacingFor,
   type Keystore,
   type PlatformChain,
   type RpcClient,
@@ -45,6 +46,7 @@ export interface CoreServices {
 
 export function createCoreServices(config: Config, logger: Logger, db: Db, solanaUrl: string): CoreServices {
   const rpc = createRpcClient(solanaUrl);
+  const watcher = createSignatureWatcher(rpc);
   const masterKey = resolveMasterKey(config, logger);
   const keystore = createKeystore(masterKey);
   let bootstrapped: Promise<PlatformChain> | undefined;
@@ -52,15 +54,26 @@ export function createCoreServices(config: Config, logger: Logger, db: Db, solan
     bootstrapped ??= bootstrapChain(
       { rpc, db, keystore, log: (message) => logger.info(`bootstrap: ${message}`) },
       { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT },
-    ).catch((error: unknown) => {
-      bootstrapped = undefined; // a failed bootstrap (chain down) is retried on the next call
-      throw error;
-    });
+    )
+      .then((chain) => {
+        // The cluster is known now: pace the RPC as it allows (a public RPC rate-limits).
+        const pacing = rpcPacingFor(chain.cluster, {
+          pollMs: config.SOLANA_POLL_MS,
+          maxRequestsPerSecond: config.SOLANA_MAX_RPS,
+        });
+        watcher.tune(pacing);
+        rpc.limitRate(pacing.maxRequestsPerSecond);
+        return chain;
+      })
+      .catch((error: unknown) => {
+        bootstrapped = undefined; // a failed bootstrap (chain down) is retried on the next call
+        throw error;
+      });
     return bootstrapped;
   };
   return {
     rpc,
-    watcher: createSignatureWatcher(rpc),
+    watcher,
     keystore,
     // A key of its own for cursor MACs, derived so the master key itself never signs anything public.
     cursorSecret: createHmac('sha256', masterKey).update('ledgerfeed:history-cursor:v1').digest('hex'),

@@ -109,6 +109,13 @@ export const envSchema = z.object({
   /** Unset: the embedded localnet (arrives with the localnet issue). */
   SOLANA_RPC_URL: optional(url(['http:', 'https:'])),
   /**
+   * Status poll of the transactions in flight, in ms. Unset: 100 on our own validators (the
+   * localnet, compose's), 1000 on devnet and testnet, whose public RPCs rate-limit.
+   */
+  SOLANA_POLL_MS: optional(z.coerce.number().int().min(10).max(60_000)),
+  /** HTTP requests per second to the RPC at most (0: no cap). Unset: none on our validators, 8 elsewhere. */
+  SOLANA_MAX_RPS: optional(z.coerce.number().int().min(0).max(100_000)),
+  /**
    * The cluster's JSON-RPC as a browser reaches it, for the dashboards' block-explorer links on a
    * localnet or private validator (inside docker compose SOLANA_RPC_URL names a container). Unset:
    * SOLANA_RPC_URL, or the embedded localnet's URL.

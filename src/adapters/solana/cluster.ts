@@ -24,3 +24,31 @@ export async function detectCluster(rpc: RpcClient): Promise<Cluster> {
     return 'local-validator';
   }
 }
+
+/** How hard the service may drive a cluster's RPC. */
+export interface RpcPacing {
+  /** Status poll of every transaction in flight, in ms. */
+  pollMs: number;
+  /** Poll of the transactions a client waits on (at `processed`), in ms. */
+  processedPollMs: number;
+  /** HTTP requests per second at most; 0 for no cap. */
+  maxRequestsPerSecond: number;
+}
+
+/**
+ * Defaults per cluster, each overridable (SOLANA_POLL_MS, SOLANA_MAX_RPS): our own validators take
+ * a 10 ms poll; public RPCs allow about 100 requests per 10 s per IP (devnet, testnet), so the
+ * service polls once a second and stays under 8 requests a second there.
+ */
+export function rpcPacingFor(
+  cluster: Cluster,
+  overrides: { pollMs?: number; maxRequestsPerSecond?: number } = {},
+): RpcPacing {
+  const ours = cluster === 'localnet' || cluster === 'local-validator';
+  const pollMs = overrides.pollMs ?? (ours ? 100 : 1_000);
+  return {
+    pollMs,
+    processedPollMs: Math.min(pollMs, ours ? 10 : 400),
+    maxRequestsPerSecond: overrides.maxRequestsPerSecond ?? (ours ? 0 : 8),
+  };
+}

@@ -50,6 +50,11 @@ export interface RpcClient {
     signatures: readonly string[],
     options?: { searchTransactionHistory?: boolean },
   ): Promise<Array<SignatureStatus | null>>;
+  /**
+   * Caps the HTTP requests this client sends per second (0: no cap), spacing them evenly: a
+   * public RPC answers 429 past its limit. Set once the cluster is known.
+   */
+  limitRate(requestsPerSecond: number): void;
 }
 
 export interface RpcClientOptions {
@@ -66,8 +71,20 @@ export function createRpcClient(url: string, { timeoutMs = 10_000 }: RpcClientOp
   // Kept-alive connections: a status poll every few milliseconds must not open a socket each time.
   const poster = createJsonPoster(new URL(url).protocol === 'https:' ? 'https:' : 'http:');
 
+  // Even spacing: each request takes the next free slot, 1/rate apart.
+  let spacingMs = 0;
+  let nextSlotAt = 0;
+  async function takeSlot(): Promise<void> {
+    if (spacingMs === 0) return;
+    const now = Date.now();
+    const at = Math.max(now, nextSlotAt);
+    nextSlotAt = at + spacingMs;
+    if (at > now) await new Promise((resolve) => setTimeout(resolve, at - now));
+  }
+
   /** Posts a body and returns the parsed JSON; throws ChainError for transport and HTTP failures. */
   async function post(body: unknown, what: string): Promise<unknown> {
+    await takeSlot();
     let text: string;
     try {
       const response = await poster.post(url, JSON.stringify(body), { timeoutMs });
@@ -151,6 +168,9 @@ export function createRpcClient(url: string, { timeoutMs = 10_000 }: RpcClientOp
   return {
     call,
     batch,
+    limitRate: (requestsPerSecond) => {
+      spacingMs = requestsPerSecond > 0 ? 1000 / requestsPerSecond : 0;
+    },
     async getLatestBlockhash(commitment) {
       const answer = await call<unknown>('getLatestBlockhash', [{ commitment }]);
       const value = isRecord(answer) ? answer['value'] : undefined;

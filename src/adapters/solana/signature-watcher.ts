@@ -71,6 +71,11 @@ export interface SignatureWatcher {
    * requests). Resolves with null when the node accepted it, else its ChainError.
    */
   send(item: SignedForSend, options: SendOptions): Promise<ChainError | null>;
+  /**
+   * Changes the poll intervals of a running watcher: the cluster's defaults are known only once
+   * the bootstrap has read its genesis hash (a public RPC rate-limits a 10 ms poll).
+   */
+  tune(intervals: { pollMs: number; processedPollMs: number }): void;
   /** Settles every watch still open with an `rpc_unavailable` failure and stops polling. */
   close(): void;
 }
@@ -96,7 +101,8 @@ interface Watch {
 }
 
 export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions = {}): SignatureWatcher {
-  const { pollMs = 100, processedPollMs = 10, firstLookMs = 1, resend = true, resendMs = 2_000 } = options;
+  let { pollMs = 100, processedPollMs = 10 } = options;
+  const { firstLookMs = 1, resend = true, resendMs = 2_000 } = options;
   const watches = new Set<Watch>();
   let polling = false;
   let closed = false;
@@ -264,6 +270,9 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
   };
 
   return {
+    tune: (intervals) => {
+      ({ pollMs, processedPollMs } = intervals);
+    },
     watch: (item, commitment) =>
       new Promise<ConfirmOutcome>((settle) => {
         if (closed) {

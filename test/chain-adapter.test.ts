@@ -1,3 +1,4 @@
+import bs58 from 'bs58';
 import { randomBytes } from 'node:crypto';
 import type { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -49,13 +50,20 @@ const usdcBalance = async (owner: PublicKey) =>
     ).value.amount,
   );
 
-async function signedTransfer(from: Signer, to: PublicKey, amount: bigint, memo: string) {
+async function signedTransfer(
+  from: Signer,
+  to: PublicKey,
+  amount: bigint,
+  memo: string,
+  computeUnitPriceMicroLamports?: number,
+) {
   const { blockhash, lastValidBlockHeight } = await env.app.rpc.getLatestBlockhash('confirmed');
   const tx = buildTransfer({
     feePayer: platform.signers.fee_payer.publicKey,
     recentBlockhash: blockhash,
     legs: [{ mint: platform.usdcMint, decimals: USDC_DECIMALS, from: from.publicKey, to, amount }],
     memo,
+    computeUnitPriceMicroLamports,
   });
   return { ...signTransaction(tx, [platform.signers.fee_payer, from]), lastValidBlockHeight };
 }
@@ -76,6 +84,37 @@ describe('the chain adapter against the localnet', () => {
       ],
     );
     expect(history[0]).toMatchObject({ signature: signed.signature, memo: '[9] post 7f3a' });
+  });
+
+  test('a priority fee (compute-unit price) goes first with its price, lands and moves the same money', async () => {
+    // The localnet charges signature fees only (src/localnet/chain.ts): what a validator charges
+    // for the price is its business; what we can hold is the instruction we send.
+    const firstInstruction = async (signature: string) => {
+      const tx = await env.app.rpc.call<{
+        transaction: {
+          message: { accountKeys: string[]; instructions: Array<{ programIdIndex: number; data: string }> };
+        };
+      }>('getTransaction', [signature, { encoding: 'json', commitment: 'confirmed' }]);
+      const { accountKeys, instructions } = tx.transaction.message;
+      return {
+        program: accountKeys[instructions[0]!.programIdIndex],
+        data: bs58.decode(instructions[0]!.data),
+      };
+    };
+    const plain = await signedTransfer(alice, bob.publicKey, 1n, 'plain');
+    await sendAndConfirm(env.app.rpc, plain, { commitment: 'confirmed', pollMs: 50 });
+    const before = await usdcBalance(bob.publicKey);
+    const paying = await signedTransfer(alice, bob.publicKey, 1n, 'priority', 50_000);
+    await sendAndConfirm(env.app.rpc, paying, { commitment: 'confirmed', pollMs: 50 });
+    expect((await usdcBalance(bob.publicKey)) - before).toBe(1n);
+    expect((await firstInstruction(plain.signature)).program).not.toBe(
+      'ComputeBudget111111111111111111111111111111',
+    );
+    const priced = await firstInstruction(paying.signature);
+    expect(priced.program).toBe('ComputeBudget111111111111111111111111111111');
+    // SetComputeUnitPrice: tag 3, then the price as a little-endian u64.
+    expect(priced.data[0]).toBe(3);
+    expect(Buffer.from(priced.data).readBigUInt64LE(1)).toBe(50_000n);
   });
 
   test('confirmMany confirms a batch of transfers, each exactly once', async () => {

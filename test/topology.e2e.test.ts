@@ -109,6 +109,9 @@ describe('split roles on real servers', { timeout: 400_000 }, () => {
       RATE_LIMIT_MULTIPLIER: '0',
       CREATOR_FUND_ENABLED: 'false',
       HOST: '127.0.0.1',
+      // As a deployment on a busy cluster would: every payment carries a compute-unit price, and is
+      // confirmed and reconciled all the same.
+      SOLANA_PRIORITY_FEE: '2000',
     };
     // The worker and indexer first: they migrate and bootstrap the chain from nothing.
     const healthPort = await freePort();
@@ -198,6 +201,36 @@ describe('split roles on real servers', { timeout: 400_000 }, () => {
       }),
     );
     expect(outbox).toBe(12);
+    // Each payment set its compute-unit price first (SOLANA_PRIORITY_FEE).
+    const signatures = await withDb(databaseUrl, async (db) =>
+      (await db.query<{ signature: string }>('SELECT signature FROM chain_transactions')).rows.map(
+        (r) => r.signature,
+      ),
+    );
+    for (const signature of signatures) {
+      const answer = await fetch(shared.SOLANA_RPC_URL, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'getTransaction',
+          params: [signature, { encoding: 'json', commitment: 'confirmed' }],
+        }),
+      });
+      const { message } = (
+        (await answer.json()) as {
+          result: {
+            transaction: {
+              message: { accountKeys: string[]; instructions: Array<{ programIdIndex: number }> };
+            };
+          };
+        }
+      ).result.transaction;
+      expect(message.accountKeys[message.instructions[0]!.programIdIndex], signature).toBe(
+        'ComputeBudget111111111111111111111111111111',
+      );
+    }
     for (const member of members) {
       const ledger = await withDb(
         databaseUrl,

@@ -11,6 +11,7 @@ import {
   createRpcClient,
   createSignatureWatcher,
   createWalletProvisioner,
+  priorityFeeFor,
   rpcPacingFor,
   type Keystore,
   type PlatformChain,
@@ -63,7 +64,10 @@ export function createCoreServices(config: Config, logger: Logger, db: Db, solan
         });
         watcher.tune(pacing);
         rpc.limitRate(pacing.maxRequestsPerSecond);
-        return chain;
+        return {
+          ...chain,
+          priorityFeeMicroLamports: priorityFeeFor(chain.cluster, config.SOLANA_PRIORITY_FEE),
+        };
       })
       .catch((error: unknown) => {
         bootstrapped = undefined; // a failed bootstrap (chain down) is retried on the next call

@@ -113,6 +113,11 @@ export const envSchema = z.object({
    * localnet, compose's), 1000 on devnet and testnet, whose public RPCs rate-limit.
    */
   SOLANA_POLL_MS: optional(z.coerce.number().int().min(10).max(60_000)),
+  /**
+   * Priority fee of every platform transaction, in micro-lamports per compute unit (0: none).
+   * Unset: none on our own validators, 1,000 on devnet and testnet.
+   */
+  SOLANA_PRIORITY_FEE: optional(z.coerce.number().int().min(0).max(100_000_000)),
   /** HTTP requests per second to the RPC at most (0: no cap). Unset: none on our validators, 8 elsewhere. */
   SOLANA_MAX_RPS: optional(z.coerce.number().int().min(0).max(100_000)),
   /**

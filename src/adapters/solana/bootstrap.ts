@@ -66,6 +66,11 @@ export interface PlatformChain {
    * the pool and the creator fund, and the dev faucet works. Never on mainnet, devnet or testnet.
    */
   mintsTestTokens: boolean;
+  /**
+   * Priority fee of every platform transaction, micro-lamports per compute unit (0: none): set per
+   * cluster once it is known (SOLANA_PRIORITY_FEE overrides).
+   */
+  priorityFeeMicroLamports: number;
 }
 
 export interface BootstrapDeps {
@@ -216,6 +221,7 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
     poolUsdcVault,
     poolNativeVault,
     mintsTestTokens,
+    priorityFeeMicroLamports: 0,
   };
 }
 

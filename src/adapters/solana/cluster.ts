@@ -52,3 +52,13 @@ export function rpcPacingFor(
     maxRequestsPerSecond: overrides.maxRequestsPerSecond ?? (ours ? 0 : 8),
   };
 }
+
+/**
+ * Compute-unit price (micro-lamports) of every platform transaction. None on our own validators,
+ * which never congest; 1,000 on devnet and testnet (about 0.0002 SOL per million compute units: a
+ * transfer uses well under 100,000), so a busy public cluster still schedules ours.
+ */
+export function priorityFeeFor(cluster: Cluster, override?: number): number {
+  if (override !== undefined) return override;
+  return cluster === 'localnet' || cluster === 'local-validator' ? 0 : 1_000;
+}

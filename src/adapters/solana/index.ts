@@ -65,7 +65,7 @@ export {
   type BootstrapDeps,
   type PlatformChain,
 } from './bootstrap.js';
-export { detectCluster, rpcPacingFor, type Cluster, type RpcPacing } from './cluster.js';
+export { detectCluster, priorityFeeFor, rpcPacingFor, type Cluster, type RpcPacing } from './cluster.js';
 export {
   ensureSigner,
   loadPlatformSigners,

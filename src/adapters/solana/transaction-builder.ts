@@ -5,7 +5,7 @@ import {
   getAssociatedTokenAddressSync,
   TOKEN_PROGRAM_ID,
 } from '@solana/spl-token';
-import { PublicKey, Transaction, TransactionInstruction } from '@solana/web3.js';
+import { ComputeBudgetProgram, PublicKey, Transaction, TransactionInstruction } from '@solana/web3.js';
 
 /**
  * Pure builders of unsigned legacy transactions on the classic SPL Token program. Owners are wallet
@@ -52,6 +52,11 @@ export interface BuildTransferInput {
   readonly memo?: string;
   /** Create each recipient's ATA first if it is missing (idempotent; rent paid by feePayer). */
   readonly createRecipientAtas?: boolean;
+  /**
+   * Priority fee: a compute-unit price in micro-lamports, set by a ComputeBudget instruction
+   * first (a congested cluster schedules paying transactions first). 0 or unset: none.
+   */
+  readonly computeUnitPriceMicroLamports?: number;
 }
 
 export function buildTransfer(input: BuildTransferInput): Transaction {
@@ -61,6 +66,10 @@ export function buildTransfer(input: BuildTransferInput): Transaction {
     checkDecimals(leg.decimals, `legs[${index}].decimals`);
   });
   const instructions: TransactionInstruction[] = [];
+  if (input.computeUnitPriceMicroLamports)
+    instructions.push(
+      ComputeBudgetProgram.setComputeUnitPrice({ microLamports: input.computeUnitPriceMicroLamports }),
+    );
   const seen = new Set<string>();
   for (const leg of input.legs) {
     if (input.createRecipientAtas || leg.createRecipientAta) {

@@ -136,6 +136,7 @@ export async function signTransfer(
     recentBlockhash: blockhash,
     legs: transfer.legs,
     memo: transfer.memo,
+    computeUnitPriceMicroLamports: platform.priorityFeeMicroLamports,
   });
   const signed = signTransaction(tx, [platform.signers.fee_payer, ...transfer.signers]);
   return { ...signed, blockhash, lastValidBlockHeight };

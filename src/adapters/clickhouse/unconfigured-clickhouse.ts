@@ -14,9 +14,13 @@ export function unconfiguredClickHouse(database: string): ClickHouse {
       'analytics_unavailable',
       'Analytics are not available from this process: it runs without ClickHouse (set CLICKHOUSE_URL to serve them)',
     );
+  // Every method refuses; `then` and symbols stay undefined so the client is never taken for a
+  // promise (an `await` of it would hang) and logs print it plainly.
   const client = new Proxy({} as ClickHouseClient, {
-    get: (_target, property) =>
-      property === 'close' ? () => Promise.resolve() : () => Promise.reject(refusal()),
+    get: (_target, property) => {
+      if (typeof property === 'symbol' || property === 'then') return undefined;
+      return property === 'close' ? () => Promise.resolve() : () => Promise.reject(refusal());
+    },
   });
   return {
     client,

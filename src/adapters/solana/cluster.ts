@@ -55,8 +55,8 @@ export function rpcPacingFor(
 
 /**
  * Compute-unit price (micro-lamports) of every platform transaction. None on our own validators,
- * which never congest; 1,000 on devnet and testnet (about 0.0002 SOL per million compute units: a
- * transfer uses well under 100,000), so a busy public cluster still schedules ours.
+ * which never congest; 1,000 on devnet and testnet (1,000 lamports per million compute units: a
+ * transfer budgeted at 200,000 pays 200 lamports more), so a busy public cluster still schedules ours.
  */
 export function priorityFeeFor(cluster: Cluster, override?: number): number {
   if (override !== undefined) return override;

@@ -6,6 +6,7 @@ import type { PlatformChain, RpcClient } from '../src/adapters/solana/index.js';
 import type { LedgerStore } from '../src/domain/ledger/ledger-store.port.js';
 import { onChainUsdc } from '../test/support/balances.js';
 import { expectedBalances, legBalance, outboxRows, type Charge } from '../test/support/books.js';
+import { waitForPayments } from '../test/support/settled.js';
 import type { Member } from './funded-accounts.js';
 
 /**
@@ -41,20 +42,6 @@ export interface BookDeps {
   gql: (query: string, variables: Record<string, unknown>) => Promise<{ data?: unknown; errors?: unknown[] }>;
 }
 
-/** Waits until no outbox row is still 'signed' or 'sent'; the count left open when it gave up. */
-export async function outboxSettled(db: Db, timeoutMs: number): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const open = await db
-      .selectFrom('chain_transactions')
-      .select(db.fn.countAll<string>().as('n'))
-      .where('status', 'in', ['signed', 'sent'])
-      .executeTakeFirstOrThrow();
-    if (Number(open.n) === 0 || Date.now() > deadline) return Number(open.n);
-    await sleep(500);
-  }
-}
-
 export async function closeBooks(
   deps: BookDeps,
   members: Member[],
@@ -75,7 +62,7 @@ export async function closeBooks(
         .join(''),
   });
 
-  const open = await outboxSettled(deps.db, 120_000);
+  const open = await waitForPayments(deps.db, 120_000, 500);
   const acknowledged = writes.filter((w) => w.final && w.final.status < 300);
   const signatures = acknowledged.map((w) => w.final!.signature ?? `missing swap_tx (${w.idempotencyKey})`);
   const outbox = await outboxRows(deps.db);

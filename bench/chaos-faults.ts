@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import pg from 'pg';
+import { postgresAnswers } from '../src/devstack/postgres-probe.js';
 import { redisAnswers } from '../src/devstack/redis.devstack.js';
 import { ownerFileOf } from '../src/devstack/abandoned-server.js';
 import {
@@ -157,19 +157,5 @@ async function restartPostgres(image: ProcessImage, t: Targets): Promise<Started
     if (isAlive(server.pid)) return server;
     if (Date.now() > deadline) throw new Error(`postgres did not restart:\n${server.output().slice(-2000)}`);
     await sleep(500);
-  }
-}
-
-async function postgresAnswers(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1_000 });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
   }
 }

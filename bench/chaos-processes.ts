@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isAlive } from '../src/devstack/abandoned-server.js';
 
 /**
  * Processes of the chaos run: started detached (a process group each, so a group kill of the
@@ -71,14 +72,7 @@ export function processImage(pid: number): ProcessImage {
   return { argv, cwd: readlinkSync(`/proc/${pid}/cwd`), uid, gid };
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+export { isAlive };
 
 export function signal(pid: number, name: NodeJS.Signals, group = false): void {
   try {

@@ -7,7 +7,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
+import { createRpcClient } from '../src/adapters/solana/index.js';
 import { freePort } from '../src/devstack/free-port.js';
+import { walletTokens } from './support/balances.js';
 import {
   ctrlC,
   killGroup,
@@ -371,27 +373,7 @@ describe('stopping npm start', { timeout: 400_000 }, () => {
           WHERE a.handle = $1 AND la.currency = 'usdc'`,
         [member.handle],
       );
-      const onChain = await fetch(solanaRpc, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'getTokenAccountsByOwner',
-          params: [member.wallet, { mint: usdcMint }, { encoding: 'jsonParsed' }],
-        }),
-      });
-      const accounts = (
-        (await onChain.json()) as {
-          result: {
-            value: Array<{ account: { data: { parsed: { info: { tokenAmount: { amount: string } } } } } }>;
-          };
-        }
-      ).result.value;
-      const chainBalance = accounts.reduce(
-        (sum, a) => sum + BigInt(a.account.data.parsed.info.tokenAmount.amount),
-        0n,
-      );
+      const chainBalance = await walletTokens(createRpcClient(solanaRpc), member.wallet, usdcMint);
       expect(ledger?.balance, member.handle).toBe(chainBalance.toString());
       expect(chainBalance, member.handle).toBe(30_000_000n - BigInt(acknowledged.length) * 1_000_000n);
     }

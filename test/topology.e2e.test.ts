@@ -5,7 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
+import { createRpcClient } from '../src/adapters/solana/index.js';
 import { freePort, freePortPair } from '../src/devstack/free-port.js';
+import { walletTokens } from './support/balances.js';
 
 /**
  * The roles as separate processes on real servers, as compose runs them: the localnet started on
@@ -113,6 +115,7 @@ describe('split roles on real servers', { timeout: 400_000 }, () => {
       // confirmed and reconciled all the same.
       SOLANA_PRIORITY_FEE: '2000',
     };
+    const rpc = createRpcClient(shared.SOLANA_RPC_URL);
     // The worker and indexer first: they migrate and bootstrap the chain from nothing.
     const healthPort = await freePort();
     const back = start('worker+indexer', ['src/main.ts', '--only', 'worker,indexer'], {
@@ -208,25 +211,13 @@ describe('split roles on real servers', { timeout: 400_000 }, () => {
       ),
     );
     for (const signature of signatures) {
-      const answer = await fetch(shared.SOLANA_RPC_URL, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'getTransaction',
-          params: [signature, { encoding: 'json', commitment: 'confirmed' }],
-        }),
-      });
       const { message } = (
-        (await answer.json()) as {
-          result: {
-            transaction: {
-              message: { accountKeys: string[]; instructions: Array<{ programIdIndex: number }> };
-            };
+        await rpc.call<{
+          transaction: {
+            message: { accountKeys: string[]; instructions: Array<{ programIdIndex: number }> };
           };
-        }
-      ).result.transaction;
+        }>('getTransaction', [signature, { encoding: 'json', commitment: 'confirmed' }])
+      ).transaction;
       expect(message.accountKeys[message.instructions[0]!.programIdIndex], signature).toBe(
         'ComputeBudget111111111111111111111111111111',
       );
@@ -243,27 +234,7 @@ describe('split roles on real servers', { timeout: 400_000 }, () => {
             )
           ).rows[0]?.balance,
       );
-      const chainAnswer = await fetch(shared.SOLANA_RPC_URL, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'getTokenAccountsByOwner',
-          params: [member.wallet, { mint: usdcMint }, { encoding: 'jsonParsed', commitment: 'confirmed' }],
-        }),
-      });
-      const accounts = (
-        (await chainAnswer.json()) as {
-          result: {
-            value: Array<{ account: { data: { parsed: { info: { tokenAmount: { amount: string } } } } } }>;
-          };
-        }
-      ).result.value;
-      const onChain = accounts.reduce(
-        (sum, a) => sum + BigInt(a.account.data.parsed.info.tokenAmount.amount),
-        0n,
-      );
+      const onChain = await walletTokens(rpc, member.wallet, usdcMint!);
       expect(ledger, member.handle).toBe('7000000');
       expect(onChain, member.handle).toBe(7_000_000n);
     }

@@ -1,5 +1,9 @@
 import { PublicKey } from '@solana/web3.js';
-import { associatedTokenAccount, type PlatformChain } from '../../src/adapters/solana/index.js';
+import {
+  associatedTokenAccount,
+  type PlatformChain,
+  type RpcClient,
+} from '../../src/adapters/solana/index.js';
 import type { App } from '../../src/app/app.js';
 import type { AccountMoney } from '../../src/domain/accounts/account.js';
 import { paymentsSettled } from './settled.js';
@@ -50,3 +54,14 @@ export const onChainUsdc = (
 /** The owner's native tokens on chain, in base units, once every payment in flight has settled. */
 export const onChainNative = (app: App, platform: PlatformChain, owner: string | PublicKey) =>
   onChainTokens(app, platform.nativeMint, owner);
+
+/**
+ * The USDC a wallet holds on chain, summed over its token accounts of `mint`, as a client of the
+ * cluster reads it (for tests that run the service in other processes and have no App).
+ */
+export async function walletTokens(rpc: RpcClient, owner: string, mint: string): Promise<bigint> {
+  const { value } = await rpc.call<{
+    value: Array<{ account: { data: { parsed: { info: { tokenAmount: { amount: string } } } } } }>;
+  }>('getTokenAccountsByOwner', [owner, { mint }, { encoding: 'jsonParsed', commitment: 'confirmed' }]);
+  return value.reduce((sum, a) => sum + BigInt(a.account.data.parsed.info.tokenAmount.amount), 0n);
+}

@@ -121,7 +121,8 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
     decimals: NATIVE_DECIMALS,
     authority: signers.native_mint_authority.publicKey,
   });
-  const nativeDecimals = (await readMint(deps.rpc, nativeMint))?.decimals ?? NATIVE_DECIMALS;
+  const nativeMintState = await readMint(deps.rpc, nativeMint);
+  const nativeDecimals = nativeMintState?.decimals ?? NATIVE_DECIMALS;
 
   const wanted: Array<[PublicKey, PublicKey]> = [
     [signers.treasury.publicKey, usdcMint],
@@ -153,9 +154,7 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
   const poolUsdcVault = associatedTokenAccount(usdcMint, signers.pool_authority.publicKey);
   const poolNativeVault = associatedTokenAccount(nativeMint, signers.pool_authority.publicKey);
   const privateCluster = cluster === 'localnet' || cluster === 'local-validator';
-  const nativeIsOurs =
-    (await readMint(deps.rpc, nativeMint))?.authority?.equals(signers.native_mint_authority.publicKey) ===
-    true;
+  const nativeIsOurs = nativeMintState?.authority?.equals(signers.native_mint_authority.publicKey) === true;
   const mintsTestTokens =
     privateCluster &&
     nativeIsOurs &&

@@ -1,4 +1,3 @@
-import type { FastifyReply } from 'fastify';
 import { AppError } from '../domain/errors.js';
 import type { RateLimitBucket } from '../domain/rate-limits/rate-limit-policy.js';
 import type { ApiDeps } from '../app/api-deps.js';
@@ -9,9 +8,14 @@ import type { ApiDeps } from '../app/api-deps.js';
  * bucket's whole limit (possible under a small RATE_LIMIT_MULTIPLIER) counts as the whole limit,
  * so an operation the query limits allow can still run once per window.
  */
+/** Where the RateLimit headers go: a Fastify reply, or the headers of an answer being built. */
+export interface HeaderSink {
+  header(name: string, value: string): unknown;
+}
+
 export async function spend(
   deps: ApiDeps,
-  reply: FastifyReply | undefined,
+  reply: HeaderSink | undefined,
   bucket: RateLimitBucket,
   subject: string,
   cost = 1,
@@ -21,7 +25,8 @@ export async function spend(
     decision = await deps.rateLimiter.consume(bucket, subject, decision.limit);
   }
   if (decision.disabled) return;
-  void reply?.header('ratelimit-policy', decision.policy).header('ratelimit', decision.header);
+  reply?.header('ratelimit-policy', decision.policy);
+  reply?.header('ratelimit', decision.header);
   if (!decision.allowed) {
     throw new AppError(
       'rate_limited',

@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import swagger from '@fastify/swagger';
 import Fastify, {
   LogController,
@@ -8,7 +9,7 @@ import Fastify, {
 import type { DependencyTracker } from '../app/read-cache.js';
 import { AppError } from '../domain/errors.js';
 import type { ApiDeps } from '../app/api-deps.js';
-import { httpStatusOf, type ErrorBody } from './error-map.js';
+import type { ErrorBody } from './error-map.js';
 import { registerDashboards } from './dashboards/dashboard.routes.js';
 import { registerOperationsRoutes } from './operations.routes.js';
 import { createLiveStreams, type StreamSlot } from './graphql/live-streams.js';
@@ -16,16 +17,21 @@ import { fastGraphqlAnswer, type GraphqlAnswer } from './graphql/fast-path.js';
 import { createGraphqlResponseCache } from './graphql/response-cache.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
+import { createFeedFront } from './rest/feed-front.js';
+import { createFeedPages } from './rest/feed-pages.js';
 import { registerRestRoutes } from './rest/routes.js';
 import { trustProxyHops } from './trust-proxy.js';
-import { insufficientBalanceOf } from '../domain/ledger/insufficient-balance.js';
-import { usdNumber } from './http-views.js';
+import { BODY_LIMIT_BYTES, toErrorResponse } from './error-response.js';
+import { recordRequest } from './request-record.js';
+
+export { toErrorResponse };
 
 const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const GRAPHQL_PATH = '/graphql';
 
-/** Request bodies are small JSON documents; anything larger is a mistake or an attack. */
-const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** Fastify's default, set here because the server is ours (serverFactory). */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 export interface ServerOptions {
   /**
@@ -38,8 +44,21 @@ export interface ServerOptions {
 export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
   // Typed as the base logger so the instance is the plain FastifyInstance routes expect.
   const loggerInstance: FastifyBaseLogger = deps.logger;
+  const feedPages = createFeedPages(deps);
+  const feedFront = createFeedFront(deps, feedPages);
   const app: FastifyInstance = Fastify({
     loggerInstance,
+    // Kept feed pages are answered before Fastify (rest/feed-front.ts); the server is set up as
+    // Fastify sets up its own.
+    serverFactory: (handler) => {
+      const server = createServer((req, res) => {
+        if (!feedFront.take(req, res)) handler(req, res);
+      });
+      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      server.requestTimeout = 0; // Fastify's default: no limit of its own
+      return server;
+    },
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     // One readable line per request (below) instead of Fastify's two JSON lines.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
@@ -103,18 +122,15 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
     done(null, payload);
   });
 
-  app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    const seconds = reply.elapsedTime / 1000;
-    deps.metrics.httpRequests.observe(
-      { method: request.method, route, status: String(reply.statusCode) },
-      seconds,
-    );
-    if (route !== '/healthz' && route !== '/metrics') {
-      request.log.info(
-        `${request.method} ${request.url} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms`,
-      );
-    }
+  app.addHook('onResponse', (request, reply, done) => {
+    recordRequest(deps, request.log, {
+      method: request.method,
+      url: request.url,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: reply.statusCode,
+      elapsedMs: reply.elapsedTime,
+    });
+    done();
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -139,12 +155,16 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
 
   await app.register(
     (api, _opts, done) => {
-      registerRestRoutes(api, deps);
+      registerRestRoutes(api, deps, feedPages);
       done();
     },
     { prefix: '/api/v1' },
   );
 
+  app.addHook('preClose', (done) => {
+    feedFront.close();
+    done();
+  });
   mountGraphql(app, deps);
   await registerDashboards(app, deps, { queueBoard: options.queueBoard ?? true });
   return app;
@@ -202,77 +222,4 @@ function answerOf(response: Response): GraphqlAnswer {
   const headers: Array<[string, string]> = [];
   response.headers.forEach((value, name) => headers.push([name, value]));
   return { status: response.status, headers, body: response.body };
-}
-
-/** Maps any thrown error to a status and a `{ error, message }` body; never leaks a stack. */
-export function toErrorResponse(error: unknown): { status: number; body: ErrorBody } {
-  if (error instanceof AppError) {
-    const body: ErrorBody & Record<string, unknown> = { error: error.code, message: error.message };
-    // A 402 tells the client what it has and what it needed: USDC in dollars; the native token (a
-    // swap) in base units, as strings of digits like amount_tokens.
-    const refusal = insufficientBalanceOf(error);
-    if (refusal?.currency === 'usdc') {
-      body.balance_usd = usdNumber(refusal.available);
-      body.required_usd = usdNumber(refusal.required);
-    } else if (refusal) {
-      body.balance_tokens = refusal.available.toString();
-      body.required_tokens = refusal.required.toString();
-    }
-    return { status: httpStatusOf[error.code], body };
-  }
-  const fastifyError = error as Partial<FastifyError>;
-  const status = fastifyError.statusCode;
-  if (typeof status === 'number' && status >= 400 && status < 500) {
-    const code = fastifyError.code;
-    if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return {
-        status: 415,
-        body: { error: 'unsupported_media_type', message: 'Send the body as application/json' },
-      };
-    }
-    if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return {
-        status: 413,
-        body: { error: 'payload_too_large', message: `Request body exceeds ${BODY_LIMIT_BYTES} bytes` },
-      };
-    }
-    return { status, body: { error: 'invalid_request', message: fastifyError.message ?? 'Invalid request' } };
-  }
-  if (backingServiceDown(error)) {
-    // Postgres or Redis restarting is the client's cue to retry (with its Idempotency-Key), not a
-    // bug: 503 like every other 'unavailable', naming no host, port or socket path.
-    return {
-      status: 503,
-      body: { error: 'unavailable', message: 'A backing service is unavailable; try again shortly' },
-    };
-  }
-  return { status: 500, body: { error: 'internal', message: 'Internal server error' } };
-}
-
-/** Node's socket errors for a peer that is down or went away. */
-const LOST_CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
-/**
- * Postgres SQLSTATEs of a server going away: class 08 (connection exception), 57P01 admin_shutdown
- * ("terminating connection due to unexpected postmaster exit" after a postmaster crash),
- * 57P02 crash_shutdown, 57P03 cannot_connect_now (starting up, crash recovery).
- */
-const POSTGRES_DOWN = /^(08[0-9A-Z]{3}|57P0[123])$/;
-
-/** A lost or refused connection to Postgres or Redis (pg's own errors have no code). */
-function backingServiceDown(error: unknown): boolean {
-  for (
-    let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0;
-    e && depth < 3;
-    depth++
-  ) {
-    if (typeof e.code === 'string' && (LOST_CONNECTION_CODES.has(e.code) || POSTGRES_DOWN.test(e.code)))
-      return true;
-    if (
-      typeof e.message === 'string' &&
-      /^Connection terminated( unexpectedly| due to connection timeout)?$/.test(e.message)
-    )
-      return true;
-    e = e.cause as typeof e;
-  }
-  return false;
 }

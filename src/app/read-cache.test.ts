@@ -332,6 +332,39 @@ describe('read cache', () => {
     expect(await cache.get('key', lookup('fresh'))).toBe('fresh');
   });
 
+  test('answerNow gives what get would give without waiting, and nothing where get would compute or wait', async () => {
+    const signals = localSignals();
+    const cache = createReadCache<number>(signals, { ...options, staleMs: 50 });
+    const page = counter('latest');
+    expect(cache.answerNow('a', page.compute)).toBeUndefined(); // a miss: get would compute
+    expect(cache.has('a')).toBe(false);
+    expect(page.computed).toBe(0);
+    await cache.get('a', page.compute);
+    expect(cache.has('a')).toBe(true);
+    expect(cache.answerNow('a', page.compute)).toBe(1);
+
+    // Stale within the bound: answered, and the one background refresh started, as get does.
+    signals.changed('latest');
+    expect(cache.answerNow('a', page.compute)).toBe(1);
+    await settle();
+    expect(page.computed).toBe(2);
+    expect(cache.answerNow('a', page.compute)).toBe(2);
+
+    // A viewer who wrote since: nothing (get would compute a page after the write).
+    signals.writes.record('writer');
+    expect(cache.answerNow('a', page.compute, 'writer')).toBeUndefined();
+    expect(cache.answerNow('a', page.compute, 'reader')).toBe(2);
+
+    // Stale past the bound: nothing (get would wait for a refresh).
+    signals.changed('latest');
+    await sleep(60);
+    expect(cache.answerNow('a', page.compute, 'reader')).toBeUndefined();
+    // A cache whose refresh is the caller's never answers without it.
+    const callers = createReadCache<number>(signals, { ...options, refresh: 'caller' });
+    await callers.get('b', page.compute);
+    expect(callers.answerNow('b', page.compute)).toBeUndefined();
+  });
+
   test('a TTL of 0 caches nothing', async () => {
     const cache = createReadCache<number>(localSignals(), { ...options, ttlMs: 0 });
     const page = counter();

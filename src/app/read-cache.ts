@@ -28,6 +28,15 @@ export interface ReadCache<T> {
    * `viewer` is the account reading (for read-your-writes); none for reads no account writes to.
    */
   get(key: string, compute: (track: DependencyTracker) => Promise<T>, viewer?: string): Promise<T>;
+  /**
+   * The value `get` would answer at once without waiting (fresh, or stale within its bound, and
+   * computed after `viewer`'s last write), starting the background refresh `get` would start;
+   * undefined when `get` would compute or wait. For a caller that answers hits on a path of its
+   * own and leaves everything else to the full request path (api/rest/feed-front.ts).
+   */
+  answerNow(key: string, compute: (track: DependencyTracker) => Promise<T>, viewer?: string): T | undefined;
+  /** An entry for `key` is kept (fresh or not): the key was computed before. */
+  has(key: string): boolean;
   /** Forgets `key` (e.g. a revoked API key) without waiting for a change signal. */
   delete(key: string): void;
   readonly size: number;
@@ -234,35 +243,46 @@ export function createReadCache<T>(
     return flight;
   };
 
+  /** What `get` answers without waiting, if anything (see ReadCache.answerNow). */
+  const answerNow = (
+    key: string,
+    compute: (track: DependencyTracker) => Promise<T>,
+    viewer: string | undefined,
+  ): { value: T } | { refresh: Promise<T> } | undefined => {
+    const entry = entries.get(key);
+    if (!entry || entry.startedAt < signals.writes.since(viewer)) return undefined;
+    const now = Date.now();
+    const { staleSince } = entry;
+    if (staleSince === undefined && now < entry.expiresAt) return { value: entry.value };
+    const answerable =
+      staleSince === undefined ? now - entry.expiresAt < options.expiredMs : now - staleSince < options.staleMs;
+    if (!answerable) return undefined;
+    // One refresh at a time, and not before the floor: the changes meanwhile wait for it.
+    if (flights.has(key) || now - entry.computedAt < refreshEveryMs) return { value: entry.value };
+    const refresh = start(key, compute).promise;
+    if (options.refresh === 'caller') return { refresh };
+    refresh.catch(() => {}); // its readers (past the bound) see the error; nobody waits here
+    return { value: entry.value };
+  };
+
   return {
     get: (key, compute, viewer) => {
       if (options.ttlMs <= 0) return compute(UNTRACKED);
-      const now = Date.now();
-      const since = signals.writes.since(viewer);
-      const entry = entries.get(key);
-      if (entry && entry.startedAt >= since) {
-        const { staleSince } = entry;
-        if (staleSince === undefined && now < entry.expiresAt) return Promise.resolve(entry.value);
-        const answerable =
-          staleSince === undefined
-            ? now - entry.expiresAt < options.expiredMs
-            : now - staleSince < options.staleMs;
-        if (answerable) {
-          // One refresh at a time, and not before the floor: the changes meanwhile wait for it.
-          if (flights.has(key) || now - entry.computedAt < refreshEveryMs)
-            return Promise.resolve(entry.value);
-          const refresh = start(key, compute).promise;
-          if (options.refresh === 'caller') return refresh;
-          refresh.catch(() => {}); // its readers (past the bound) see the error; nobody waits here
-          return Promise.resolve(entry.value);
-        }
-      }
+      const now = answerNow(key, compute, viewer);
+      if (now) return 'value' in now ? Promise.resolve(now.value) : now.refresh;
       // Nothing this viewer may be given: the computation in flight if it began after the viewer's
       // last write, else a new one.
+      const since = signals.writes.since(viewer);
       const flight = flights.get(key);
       if (flight && flight.startedAt >= since) return flight.promise;
       return start(key, compute).promise;
     },
+    answerNow: (key, compute, viewer) => {
+      if (options.ttlMs <= 0 || options.refresh === 'caller') return undefined;
+      const now = answerNow(key, compute, viewer);
+      return now && 'value' in now ? now.value : undefined;
+    },
+    has: (key) => entries.has(key),
     delete: forget,
     get size() {
       return entries.size;

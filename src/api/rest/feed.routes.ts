@@ -1,49 +1,24 @@
 import type { FastifyInstance } from 'fastify';
-import { feedPage } from '../../app/feed/feed-page.js';
 import { getPost } from '../../app/feed/post-reads.js';
 import { userTimeline } from '../../app/feed/user-timeline.js';
-import { accountKey, postKey } from '../../app/change-signals.js';
-import {
-  createReadCache,
-  READ_REFRESH_EVERY_MS,
-  READ_STALE_MS,
-  type ReadCache,
-} from '../../app/read-cache.js';
-import { parseFeedSort } from '../../domain/posts/read-cursors.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { readDepsOf } from '../read-deps.js';
 import { baseUrlOf } from '../base-url.js';
+import type { FeedPages } from './feed-pages.js';
 import { feedItem, pageQuery, postPage, singlePost, timelineItem } from './post-schemas.js';
-import { feedPageJson, singlePostView, timelineItemView } from './post-views.js';
+import { singlePostView, timelineItemView } from './post-views.js';
 import { authErrors, errorBody, handleParams, postIdParams } from './schemas.js';
 
 type PageQuery = { limit?: string; cursor?: string };
-
-/** Distinct feed pages (sort, cursor, limit) kept at once; the oldest goes first. */
-const FEED_CACHE_MAX_PAGES = 1_000;
 
 /**
  * The read path (issue #7): the global feed, one post with its thread context, and a profile's
  * timeline. All need `read` and spend the `read` bucket. Posts whose payment failed on chain are
  * shown nowhere. deps is read only inside handlers: the OpenAPI printer registers routes with
- * deps that refuse use.
+ * deps that refuse use. Feed pages are kept as JSON text (feed-pages.ts); the kept ones are also
+ * answered by feed-front.ts before this route.
  */
-export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
-  // The feed is the same for every reader (it holds nothing of the viewer's), and its first pages
-  // are what every client polls: pages are kept as their JSON text until a change of what they
-  // show (app/read-cache.ts), refreshed in the background while other readers get the page they
-  // had for at most READ_STALE_MS.
-  let pages: ReadCache<string> | undefined;
-  const feedPages = () =>
-    (pages ??= createReadCache(deps.changes, {
-      ttlMs: deps.readCacheTtlMs,
-      maxEntries: FEED_CACHE_MAX_PAGES,
-      staleMs: READ_STALE_MS,
-      expiredMs: READ_STALE_MS,
-      refresh: 'background',
-      refreshEveryMs: READ_REFRESH_EVERY_MS,
-    }));
-
+export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPages: FeedPages): void {
   api.get<{ Querystring: PageQuery & { sort?: string } }>(
     '/feed',
     {
@@ -64,25 +39,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps): void {
       },
     },
     async (request, reply) => {
-      const { sort, cursor, limit } = request.query;
-      const baseUrl = baseUrlOf(request);
-      const body = await feedPages().get(
-        JSON.stringify([baseUrl, sort, cursor, limit]),
-        async (track) => {
-          const page = await feedPage(readDepsOf(deps), request.query);
-          // A trending page is the snapshot's; a latest page with a cursor is a fixed window of
-          // (created_at, id) that new posts never enter (they are newer); the first latest page
-          // is what a new post changes. Every page shows its posts' counts and authors.
-          if (parseFeedSort(sort) === 'trending') track.reads('trending');
-          else if (cursor === undefined) track.reads('latest');
-          for (const post of page.items) {
-            track.reads(postKey(post.id));
-            track.reads(accountKey(post.author.id));
-          }
-          return feedPageJson(page, baseUrl);
-        },
-        request.viewer?.accountId,
-      );
+      const body = await feedPages.get(baseUrlOf(request), request.query, request.viewer?.accountId);
       return reply.type('application/json; charset=utf-8').send(body);
     },
   );

@@ -3,6 +3,7 @@ import type { ApiDeps } from '../../app/api-deps.js';
 import { registerAccountRoutes } from './accounts.routes.js';
 import { createAuthHook } from './auth.hook.js';
 import { registerEngagementRoutes } from './engagement.routes.js';
+import { createFeedPages, type FeedPages } from './feed-pages.js';
 import { registerFeedRoutes } from './feed.routes.js';
 import { registerFinanceRoutes } from './finance.routes.js';
 import { registerIdempotency } from './idempotency.hook.js';
@@ -29,7 +30,11 @@ export function requireRateLimit(route: RouteOptions): void {
  * its result onto the spec's shapes. One onRequest hook authenticates, checks the scope and spends
  * the rate limit, from each route's `config`.
  */
-export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
+export function registerRestRoutes(
+  api: FastifyInstance,
+  deps: ApiDeps,
+  feedPages: FeedPages = createFeedPages(deps),
+): void {
   api.addHook('onRoute', requireRateLimit);
   // onRequest: before the body is read or validated, so junk from an unknown caller costs nothing
   // and even invalid requests spend the rate limit.
@@ -40,7 +45,7 @@ export function registerRestRoutes(api: FastifyInstance, deps: ApiDeps): void {
   registerProfileRoutes(api, deps);
   registerPostRoutes(api, deps);
   registerEngagementRoutes(api, deps);
-  registerFeedRoutes(api, deps);
+  registerFeedRoutes(api, deps, feedPages);
   registerTransactionRoutes(api, deps);
   registerSendRoutes(api, deps);
   registerSwapRoutes(api, deps);

@@ -1,0 +1,81 @@
+import type { FastifyError } from 'fastify';
+import { AppError } from '../domain/errors.js';
+import { insufficientBalanceOf } from '../domain/ledger/insufficient-balance.js';
+import { httpStatusOf, type ErrorBody } from './error-map.js';
+import { usdNumber } from './http-views.js';
+
+/** Request bodies are small JSON documents; anything larger is a mistake or an attack. */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** Maps any thrown error to a status and a `{ error, message }` body; never leaks a stack. */
+export function toErrorResponse(error: unknown): { status: number; body: ErrorBody } {
+  if (error instanceof AppError) {
+    const body: ErrorBody & Record<string, unknown> = { error: error.code, message: error.message };
+    // A 402 tells the client what it has and what it needed: USDC in dollars; the native token (a
+    // swap) in base units, as strings of digits like amount_tokens.
+    const refusal = insufficientBalanceOf(error);
+    if (refusal?.currency === 'usdc') {
+      body.balance_usd = usdNumber(refusal.available);
+      body.required_usd = usdNumber(refusal.required);
+    } else if (refusal) {
+      body.balance_tokens = refusal.available.toString();
+      body.required_tokens = refusal.required.toString();
+    }
+    return { status: httpStatusOf[error.code], body };
+  }
+  const fastifyError = error as Partial<FastifyError>;
+  const status = fastifyError.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const code = fastifyError.code;
+    if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return {
+        status: 415,
+        body: { error: 'unsupported_media_type', message: 'Send the body as application/json' },
+      };
+    }
+    if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return {
+        status: 413,
+        body: { error: 'payload_too_large', message: `Request body exceeds ${BODY_LIMIT_BYTES} bytes` },
+      };
+    }
+    return { status, body: { error: 'invalid_request', message: fastifyError.message ?? 'Invalid request' } };
+  }
+  if (backingServiceDown(error)) {
+    // Postgres or Redis restarting is the client's cue to retry (with its Idempotency-Key), not a
+    // bug: 503 like every other 'unavailable', naming no host, port or socket path.
+    return {
+      status: 503,
+      body: { error: 'unavailable', message: 'A backing service is unavailable; try again shortly' },
+    };
+  }
+  return { status: 500, body: { error: 'internal', message: 'Internal server error' } };
+}
+
+/** Node's socket errors for a peer that is down or went away. */
+const LOST_CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
+/**
+ * Postgres SQLSTATEs of a server going away: class 08 (connection exception), 57P01 admin_shutdown
+ * ("terminating connection due to unexpected postmaster exit" after a postmaster crash),
+ * 57P02 crash_shutdown, 57P03 cannot_connect_now (starting up, crash recovery).
+ */
+const POSTGRES_DOWN = /^(08[0-9A-Z]{3}|57P0[123])$/;
+
+/** A lost or refused connection to Postgres or Redis (pg's own errors have no code). */
+function backingServiceDown(error: unknown): boolean {
+  for (
+    let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 3;
+    depth++
+  ) {
+    if (typeof e.code === 'string' && (LOST_CONNECTION_CODES.has(e.code) || POSTGRES_DOWN.test(e.code)))
+      return true;
+    if (
+      typeof e.message === 'string' &&
+      /^Connection terminated( unexpectedly| due to connection timeout)?$/.test(e.message)
+    )
+      return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}

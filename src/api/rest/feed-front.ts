@@ -1,0 +1,139 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { authenticate, requireScope } from '../../domain/auth/api-keys.service.js';
+import { AppError } from '../../domain/errors.js';
+import type { ApiDeps } from '../../app/api-deps.js';
+import { toErrorResponse } from '../error-response.js';
+import { spend } from '../rate-limit-spend.js';
+import { recordRequest } from '../request-record.js';
+import type { FeedPages, FeedQuery } from './feed-pages.js';
+
+/** The route as Fastify names it in metrics. */
+const FEED_ROUTE = '/api/v1/feed';
+/**
+ * The query characters the front reads itself: no percent-encoding and no `+`, so it reads a query
+ * exactly as Fastify's parser does (cursors are base64url; sort and limit are words and digits).
+ */
+const PLAIN_QUERY = /^[A-Za-z0-9_.~=&-]*$/;
+const QUERY_FIELDS = new Set<string>(['sort', 'cursor', 'limit']);
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export interface FeedFront {
+  /**
+   * Takes the request when it is a GET of a feed page that is kept (answering it, or its error,
+   * itself) and returns true; returns false, having done nothing, for anything else, which
+   * Fastify then serves.
+   */
+  take(req: IncomingMessage, res: ServerResponse): boolean;
+  /** From now on nothing is taken: a closing server's answers are Fastify's (503, connection close). */
+  close(): void;
+}
+
+/**
+ * GET /api/v1/feed answered before Fastify when its page is kept (feed-pages.ts).
+ *
+ * Why: the feed's first pages are what every client polls, and they are answered from the cache
+ * almost always, even while posts and likes are paid (a page stale for under READ_STALE_MS is
+ * answered while one refresh runs). What such a hit costs is then the framework around it: routing,
+ * six hooks, a reply object and a child logger per request cost about as much as node:http's own
+ * parsing and writing (bench/read-under-writes.ts measures it against a plain node:http server).
+ *
+ * The answer is the route's, byte for byte, and so is everything around it: the key is
+ * authenticated and must carry `read` (401/403 as the route answers them), the `read` bucket is
+ * spent with its RateLimit headers (429), a viewer who wrote since the page was computed gets a
+ * page computed after the write, errors are the route's JSON with the route's status, and the
+ * request is counted in the HTTP metrics and logged under the route's name. Only requests the
+ * front can read exactly as Fastify would are taken: a first-time query (not yet validated by the
+ * route), a query with encoded characters, repeated or unknown fields, a body, or X-Forwarded-*
+ * headers go to Fastify, as does everything once the server closes.
+ */
+export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
+  let closed = false;
+
+  const answer = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    base: string,
+    query: FeedQuery,
+    authorization: string,
+    started: number,
+  ): Promise<void> => {
+    const headers: Record<string, string> = {};
+    let status = 200;
+    let body: string;
+    try {
+      const viewer = await authenticate(deps.apiKeys, authorization);
+      requireScope(viewer, 'read');
+      await spend(deps, { header: (name, value) => (headers[name] = value) }, 'read', viewer.accountId);
+      body = pages.answerNow(base, query, viewer.accountId) ?? (await pages.get(base, query, viewer.accountId));
+    } catch (error) {
+      const refused = toErrorResponse(error);
+      status = refused.status;
+      body = JSON.stringify(refused.body);
+      if (status >= 500) deps.logger.error({ err: error }, 'request failed');
+      if (error instanceof AppError && typeof error.details.retryAfterSeconds === 'number') {
+        headers['retry-after'] = String(error.details.retryAfterSeconds);
+      }
+    }
+    headers['content-type'] = JSON_TYPE;
+    headers['content-length'] = String(Buffer.byteLength(body));
+    res.writeHead(status, headers);
+    res.end(body);
+    recordRequest(deps, deps.logger, {
+      method: 'GET',
+      url: req.url ?? FEED_ROUTE,
+      route: FEED_ROUTE,
+      status,
+      elapsedMs: performance.now() - started,
+    });
+  };
+
+  return {
+    take: (req, res) => {
+      if (closed || req.method !== 'GET') return false;
+      const url = req.url ?? '';
+      const mark = url.indexOf('?');
+      if ((mark < 0 ? url : url.slice(0, mark)) !== FEED_ROUTE) return false;
+      const { headers } = req;
+      const authorization = headers.authorization;
+      const host = headers.host;
+      if (!authorization || !host) return false;
+      if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false;
+      if (
+        headers['x-forwarded-for'] !== undefined ||
+        headers['x-forwarded-proto'] !== undefined ||
+        headers['x-forwarded-host'] !== undefined
+      )
+        return false;
+      const query = mark < 0 ? {} : plainQuery(url.slice(mark + 1));
+      if (!query) return false;
+      const protocol = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+      const base = `${protocol}://${host}`;
+      if (!pages.has(base, query)) return false;
+      const started = performance.now();
+      answer(req, res, base, query, authorization, started).catch((error: unknown) => {
+        // Only writing the answer can fail here (the connection went away).
+        deps.logger.warn({ err: error }, 'feed answer not sent');
+      });
+      return true;
+    },
+    close: () => {
+      closed = true;
+    },
+  };
+}
+
+/** `sort`, `cursor` and `limit`, each at most once, in plain characters; undefined otherwise. */
+function plainQuery(text: string): FeedQuery | undefined {
+  if (!PLAIN_QUERY.test(text)) return undefined;
+  const query: Record<string, string> = {};
+  if (text === '') return query;
+  for (const pair of text.split('&')) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) return undefined;
+    const name = pair.slice(0, eq);
+    if (!QUERY_FIELDS.has(name) || name in query) return undefined;
+    query[name] = pair.slice(eq + 1);
+  }
+  return query;
+}

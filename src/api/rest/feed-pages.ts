@@ -1,0 +1,74 @@
+import { feedPage } from '../../app/feed/feed-page.js';
+import { accountKey, postKey } from '../../app/change-signals.js';
+import {
+  createReadCache,
+  READ_REFRESH_EVERY_MS,
+  READ_STALE_MS,
+  type DependencyTracker,
+  type ReadCache,
+} from '../../app/read-cache.js';
+import { parseFeedSort } from '../../domain/posts/read-cursors.js';
+import type { ApiDeps } from '../../app/api-deps.js';
+import { readDepsOf } from '../read-deps.js';
+import { feedPageJson } from './post-views.js';
+
+/** Distinct feed pages (sort, cursor, limit) kept at once; the oldest goes first. */
+const FEED_CACHE_MAX_PAGES = 1_000;
+
+/** GET /api/v1/feed's query as Fastify parsed and validated it. */
+export interface FeedQuery {
+  sort?: string;
+  cursor?: string;
+  limit?: string;
+}
+
+/**
+ * GET /api/v1/feed's pages as JSON text, kept by (base URL, sort, cursor, limit). The feed is the
+ * same for every reader (it holds nothing of the viewer's), and its first pages are what every
+ * client polls: a page is kept until a change of what it shows (app/read-cache.ts), refreshed in
+ * the background while other readers get the page they had for at most READ_STALE_MS. Shared by
+ * the route (feed.routes.ts) and the front that answers kept pages (feed-front.ts).
+ */
+export interface FeedPages {
+  /** The page: kept, shared with a computation in flight, or computed. */
+  get(baseUrl: string, query: FeedQuery, viewer: string | undefined): Promise<string>;
+  /** The kept page if it may be answered to `viewer` at once (ReadCache.answerNow). */
+  answerNow(baseUrl: string, query: FeedQuery, viewer: string | undefined): string | undefined;
+  /** A page is kept for this query: the route validated it before. */
+  has(baseUrl: string, query: FeedQuery): boolean;
+}
+
+export function createFeedPages(deps: ApiDeps): FeedPages {
+  // Created on first use: the OpenAPI printer builds the routes with deps that refuse use.
+  let pages: ReadCache<string> | undefined;
+  const cache = () =>
+    (pages ??= createReadCache(deps.changes, {
+      ttlMs: deps.readCacheTtlMs,
+      maxEntries: FEED_CACHE_MAX_PAGES,
+      staleMs: READ_STALE_MS,
+      expiredMs: READ_STALE_MS,
+      refresh: 'background',
+      refreshEveryMs: READ_REFRESH_EVERY_MS,
+    }));
+  const keyOf = (baseUrl: string, { sort, cursor, limit }: FeedQuery) =>
+    JSON.stringify([baseUrl, sort, cursor, limit]);
+  const compute = (baseUrl: string, query: FeedQuery) => async (track: DependencyTracker) => {
+    const page = await feedPage(readDepsOf(deps), query);
+    // A trending page is the snapshot's; a latest page with a cursor is a fixed window of
+    // (created_at, id) that new posts never enter (they are newer); the first latest page is what a
+    // new post changes. Every page shows its posts' counts and authors.
+    if (parseFeedSort(query.sort) === 'trending') track.reads('trending');
+    else if (query.cursor === undefined) track.reads('latest');
+    for (const post of page.items) {
+      track.reads(postKey(post.id));
+      track.reads(accountKey(post.author.id));
+    }
+    return feedPageJson(page, baseUrl);
+  };
+  return {
+    get: (baseUrl, query, viewer) => cache().get(keyOf(baseUrl, query), compute(baseUrl, query), viewer),
+    answerNow: (baseUrl, query, viewer) =>
+      cache().answerNow(keyOf(baseUrl, query), compute(baseUrl, query), viewer),
+    has: (baseUrl, query) => cache().has(keyOf(baseUrl, query)),
+  };
+}

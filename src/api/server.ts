@@ -29,7 +29,6 @@ export { toErrorResponse };
 const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const GRAPHQL_PATH = '/graphql';
 
-
 /** Fastify's default, set here because the server is ours (serverFactory). */
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 

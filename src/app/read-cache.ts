@@ -255,7 +255,9 @@ export function createReadCache<T>(
     const { staleSince } = entry;
     if (staleSince === undefined && now < entry.expiresAt) return { value: entry.value };
     const answerable =
-      staleSince === undefined ? now - entry.expiresAt < options.expiredMs : now - staleSince < options.staleMs;
+      staleSince === undefined
+        ? now - entry.expiresAt < options.expiredMs
+        : now - staleSince < options.staleMs;
     if (!answerable) return undefined;
     // One refresh at a time, and not before the floor: the changes meanwhile wait for it.
     if (flights.has(key) || now - entry.computedAt < refreshEveryMs) return { value: entry.value };

@@ -65,7 +65,8 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
       const viewer = await authenticate(deps.apiKeys, authorization);
       requireScope(viewer, 'read');
       await spend(deps, { header: (name, value) => (headers[name] = value) }, 'read', viewer.accountId);
-      body = pages.answerNow(base, query, viewer.accountId) ?? (await pages.get(base, query, viewer.accountId));
+      body =
+        pages.answerNow(base, query, viewer.accountId) ?? (await pages.get(base, query, viewer.accountId));
     } catch (error) {
       const refused = toErrorResponse(error);
       status = refused.status;

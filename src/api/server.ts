@@ -1,4 +1,3 @@
-import { createServer } from 'node:http';
 import swagger from '@fastify/swagger';
 import Fastify, {
   LogController,
@@ -14,10 +13,10 @@ import { registerDashboards } from './dashboards/dashboard.routes.js';
 import { registerOperationsRoutes } from './operations.routes.js';
 import { createLiveStreams, type StreamSlot } from './graphql/live-streams.js';
 import { fastGraphqlAnswer, type GraphqlAnswer } from './graphql/fast-path.js';
-import { createGraphqlResponseCache } from './graphql/response-cache.js';
+import { createGraphqlResponseCache, type GraphqlResponseCache } from './graphql/response-cache.js';
+import { createFronts, KEEP_ALIVE_TIMEOUT_MS, type Fronts } from './fronts.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
-import { createFeedFront } from './rest/feed-front.js';
 import { createFeedPages } from './rest/feed-pages.js';
 import { registerRestRoutes } from './rest/routes.js';
 import { trustProxyHops } from './trust-proxy.js';
@@ -28,9 +27,6 @@ export { toErrorResponse };
 
 const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const GRAPHQL_PATH = '/graphql';
-
-/** Fastify's default, set here because the server is ours (serverFactory). */
-const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 export interface ServerOptions {
   /**
@@ -44,19 +40,12 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
   // Typed as the base logger so the instance is the plain FastifyInstance routes expect.
   const loggerInstance: FastifyBaseLogger = deps.logger;
   const feedPages = createFeedPages(deps);
-  const feedFront = createFeedFront(deps, feedPages);
+  const graphqlAnswers = createGraphqlResponseCache(deps);
+  // Kept feed pages and GraphQL answers are given before Fastify (fronts.ts).
+  const fronts = createFronts(deps, feedPages, graphqlAnswers);
   const app: FastifyInstance = Fastify({
     loggerInstance,
-    // Kept feed pages are answered before Fastify (rest/feed-front.ts); the server is set up as
-    // Fastify sets up its own.
-    serverFactory: (handler) => {
-      const server = createServer((req, res) => {
-        if (!feedFront.take(req, res)) handler(req, res);
-      });
-      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-      server.requestTimeout = 0; // Fastify's default: no limit of its own
-      return server;
-    },
+    serverFactory: fronts.serverFactory,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     // One readable line per request (below) instead of Fastify's two JSON lines.
     logController: new LogController({ disableRequestLogging: true }),
@@ -161,17 +150,21 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
   );
 
   app.addHook('preClose', (done) => {
-    feedFront.close();
+    fronts.close();
     done();
   });
-  mountGraphql(app, deps);
+  mountGraphql(app, deps, graphqlAnswers, fronts);
   await registerDashboards(app, deps, { queueBoard: options.queueBoard ?? true });
   return app;
 }
 
 /** Yoga inside Fastify, as Yoga's Fastify guide does it; this keeps the graphql-http audits passing. */
-function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
-  const answers = createGraphqlResponseCache(deps);
+function mountGraphql(
+  app: FastifyInstance,
+  deps: ApiDeps,
+  answers: GraphqlResponseCache,
+  fronts: Pick<Fronts, 'payloadOf'>,
+): void {
   const yoga = createGraphqlServer(deps, [answers.plugin]);
   // No multipart parser: the schema takes no uploads, and a parser that handed Yoga the raw stream
   // let an anonymous client send an unbounded body. Fastify answers such a request 415 from its
@@ -186,6 +179,8 @@ function mountGraphql(app: FastifyInstance, deps: ApiDeps): void {
   app.route({
     url: yoga.graphqlEndpoint,
     method: ['GET', 'POST', 'OPTIONS'],
+    // A body the GraphQL front read before handing the request over (graphql/graphql-front.ts).
+    preParsing: (request, _reply, payload, done) => done(null, fronts.payloadOf(request.raw, payload)),
     handler: async (req, reply) => {
       // A stream slot is taken before Yoga runs (a refused one answers 429 without subscribing).
       let slot: StreamSlot | undefined;

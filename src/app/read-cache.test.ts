@@ -336,33 +336,39 @@ describe('read cache', () => {
     const signals = localSignals();
     const cache = createReadCache<number>(signals, { ...options, staleMs: 50 });
     const page = counter('latest');
-    expect(cache.answerNow('a', page.compute)).toBeUndefined(); // a miss: get would compute
+    expect(cache.answerNow('a', undefined, page.compute)).toBeUndefined(); // a miss: get would compute
     expect(cache.has('a')).toBe(false);
     expect(page.computed).toBe(0);
     await cache.get('a', page.compute);
     expect(cache.has('a')).toBe(true);
-    expect(cache.answerNow('a', page.compute)).toBe(1);
+    expect(cache.answerNow('a', undefined, page.compute)).toBe(1);
 
     // Stale within the bound: answered, and the one background refresh started, as get does.
     signals.changed('latest');
-    expect(cache.answerNow('a', page.compute)).toBe(1);
+    expect(cache.answerNow('a', undefined, page.compute)).toBe(1);
     await settle();
     expect(page.computed).toBe(2);
-    expect(cache.answerNow('a', page.compute)).toBe(2);
+    expect(cache.answerNow('a', undefined, page.compute)).toBe(2);
 
     // A viewer who wrote since: nothing (get would compute a page after the write).
     signals.writes.record('writer');
-    expect(cache.answerNow('a', page.compute, 'writer')).toBeUndefined();
-    expect(cache.answerNow('a', page.compute, 'reader')).toBe(2);
+    expect(cache.answerNow('a', 'writer', page.compute)).toBeUndefined();
+    expect(cache.answerNow('a', 'reader', page.compute)).toBe(2);
 
     // Stale past the bound: nothing (get would wait for a refresh).
     signals.changed('latest');
     await sleep(60);
-    expect(cache.answerNow('a', page.compute, 'reader')).toBeUndefined();
-    // A cache whose refresh is the caller's never answers without it.
-    const callers = createReadCache<number>(signals, { ...options, refresh: 'caller' });
-    await callers.get('b', page.compute);
-    expect(callers.answerNow('b', page.compute)).toBeUndefined();
+    expect(cache.answerNow('a', 'reader', page.compute)).toBeUndefined();
+    // A cache whose refresh is the caller's answers a fresh or stale entry, but never starts the
+    // refresh that is due: it gives nothing, and the caller's get runs it.
+    const callers = createReadCache<number>(signals, { ...options, refresh: 'caller', staleMs: 60_000 });
+    const other = counter('trending');
+    await callers.get('b', other.compute);
+    expect(callers.answerNow('b', undefined, other.compute)).toBe(1);
+    signals.changed('trending');
+    expect(callers.answerNow('b', undefined, other.compute)).toBeUndefined();
+    expect(other.computed).toBe(1);
+    expect(await callers.get('b', other.compute)).toBe(2);
   });
 
   test('a TTL of 0 caches nothing', async () => {

@@ -30,11 +30,17 @@ export interface ReadCache<T> {
   get(key: string, compute: (track: DependencyTracker) => Promise<T>, viewer?: string): Promise<T>;
   /**
    * The value `get` would answer at once without waiting (fresh, or stale within its bound, and
-   * computed after `viewer`'s last write), starting the background refresh `get` would start;
-   * undefined when `get` would compute or wait. For a caller that answers hits on a path of its
-   * own and leaves everything else to the full request path (api/rest/feed-front.ts).
+   * computed after `viewer`'s last write); undefined when `get` would compute or wait. With
+   * `refresh` (a `background` cache) it starts the refresh `get` would start; otherwise a stale
+   * entry whose refresh is due gives undefined, so the caller's `get` runs it. For callers that
+   * answer hits on a path of their own and leave everything else to the full request path
+   * (api/rest/feed-front.ts, api/graphql/graphql-front.ts).
    */
-  answerNow(key: string, compute: (track: DependencyTracker) => Promise<T>, viewer?: string): T | undefined;
+  answerNow(
+    key: string,
+    viewer: string | undefined,
+    refresh?: (track: DependencyTracker) => Promise<T>,
+  ): T | undefined;
   /** An entry for `key` is kept (fresh or not): the key was computed before. */
   has(key: string): boolean;
   /** Forgets `key` (e.g. a revoked API key) without waiting for a change signal. */
@@ -243,10 +249,13 @@ export function createReadCache<T>(
     return flight;
   };
 
-  /** What `get` answers without waiting, if anything (see ReadCache.answerNow). */
+  /**
+   * What `get` answers without waiting, if anything (see ReadCache.answerNow). `compute` starts a
+   * refresh that is due; without it a due refresh gives undefined.
+   */
   const answerNow = (
     key: string,
-    compute: (track: DependencyTracker) => Promise<T>,
+    compute: ((track: DependencyTracker) => Promise<T>) | undefined,
     viewer: string | undefined,
   ): { value: T } | { refresh: Promise<T> } | undefined => {
     const entry = entries.get(key);
@@ -261,6 +270,7 @@ export function createReadCache<T>(
     if (!answerable) return undefined;
     // One refresh at a time, and not before the floor: the changes meanwhile wait for it.
     if (flights.has(key) || now - entry.computedAt < refreshEveryMs) return { value: entry.value };
+    if (!compute) return undefined;
     const refresh = start(key, compute).promise;
     if (options.refresh === 'caller') return { refresh };
     refresh.catch(() => {}); // its readers (past the bound) see the error; nobody waits here
@@ -279,9 +289,9 @@ export function createReadCache<T>(
       if (flight && flight.startedAt >= since) return flight.promise;
       return start(key, compute).promise;
     },
-    answerNow: (key, compute, viewer) => {
-      if (options.ttlMs <= 0 || options.refresh === 'caller') return undefined;
-      const now = answerNow(key, compute, viewer);
+    answerNow: (key, viewer, refresh) => {
+      if (options.ttlMs <= 0) return undefined;
+      const now = answerNow(key, options.refresh === 'background' ? refresh : undefined, viewer);
       return now && 'value' in now ? now.value : undefined;
     },
     has: (key) => entries.has(key),

@@ -10,7 +10,7 @@ import {
 import { clientSubject } from '../client-subject.js';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
 import type { ApiDeps } from '../../app/api-deps.js';
-import { spend } from '../rate-limit-spend.js';
+import { spend, type HeaderSink } from '../rate-limit-spend.js';
 import type { GraphQLContext } from './context.js';
 import type { GraphqlAnswer } from './fast-path.js';
 
@@ -67,7 +67,17 @@ export interface GraphqlResponseCache {
   ): Promise<Served>;
   /** The Yoga plugin that marks cacheable executions and notes the writers of mutations. */
   plugin: Plugin;
+  /**
+   * The answer kept under `key` if it may be given to `viewer` now without executing anything
+   * (ReadCache.answerNow; a due refresh is left to a request through Yoga, whose execution it is).
+   */
+  answerNow(key: string, viewer: string | undefined): KeptAnswer | undefined;
+  /** An answer is kept under `key`. */
+  has(key: string): boolean;
 }
+
+/** A kept answer: sent as it is after spending what its execution spent (spendFor). */
+export type KeptAnswer = CachedAnswer;
 
 /** A whole answer's body as bytes (a kept answer is sent again as it is). */
 async function bodyBytes(body: GraphqlAnswer['body']): Promise<Buffer> {
@@ -77,6 +87,54 @@ async function bodyBytes(body: GraphqlAnswer['body']): Promise<Buffer> {
   const reader = body.getReader();
   for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
   return Buffer.concat(chunks);
+}
+
+/** A GraphQL POST body as sent (any field may be missing or of any type). */
+export interface GraphqlBody {
+  query?: unknown;
+  variables?: unknown;
+  operationName?: unknown;
+  extensions?: unknown;
+}
+
+/** What an answer is kept under: everything that shapes it (see above). */
+export function answerKey(request: {
+  headers: { authorization?: string; accept?: string; origin?: string };
+  protocol: string;
+  host: string;
+  body: GraphqlBody;
+}): string {
+  const { headers, body } = request;
+  return JSON.stringify([
+    headers.authorization,
+    headers.accept,
+    headers.origin,
+    request.protocol,
+    request.host,
+    body.query,
+    body.variables,
+    body.operationName,
+    body.extensions,
+  ]);
+}
+
+/**
+ * Spends, for a kept answer given again, what its execution spent (the same buckets and costs);
+ * false when a bucket refused: the request then goes through Yoga, which answers the refusal as
+ * the GraphQL error it is.
+ */
+export async function spendAsExecuted(
+  deps: ApiDeps,
+  answer: CachedAnswer,
+  subject: string,
+  sink: HeaderSink,
+): Promise<boolean> {
+  try {
+    for (const { bucket, cost } of answer.spent) await spend(deps, sink, bucket, subject, cost);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache {
@@ -96,34 +154,14 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
   const keyOf = (req: FastifyRequest): string | undefined => {
     if (req.method !== 'POST' || deps.readCacheTtlMs <= 0) return undefined;
     if (!req.headers['content-type']?.startsWith('application/json')) return undefined;
-    const body = req.body as {
-      query?: unknown;
-      variables?: unknown;
-      operationName?: unknown;
-      extensions?: unknown;
-    } | null;
+    const body = req.body as GraphqlBody | null;
     if (typeof body?.query !== 'string') return undefined;
-    const { authorization, accept, origin } = req.headers;
-    return JSON.stringify([
-      authorization,
-      accept,
-      origin,
-      req.protocol,
-      req.host,
-      body.query,
-      body.variables,
-      body.operationName,
-      body.extensions,
-    ]);
+    return answerKey({ headers: req.headers, protocol: req.protocol, host: req.host, body });
   };
 
   /** Sends a kept answer, after authenticating and spending what its execution spent. */
   const answerWith = async (answer: CachedAnswer, subject: string, reply: FastifyReply): Promise<boolean> => {
-    try {
-      for (const { bucket, cost } of answer.spent) await spend(deps, reply, bucket, subject, cost);
-    } catch {
-      return false; // refused: Yoga answers it with the proper error
-    }
+    if (!(await spendAsExecuted(deps, answer, subject, reply))) return false;
     for (const [name, value] of answer.headers) void reply.header(name, value);
     await reply.status(200).send(answer.body);
     return true;
@@ -174,6 +212,9 @@ export function createGraphqlResponseCache(deps: ApiDeps): GraphqlResponseCache 
       }
       return { kind: 'execute' };
     },
+
+    answerNow: (key, viewer) => cache().answerNow(key, viewer) ?? undefined,
+    has: (key) => cache().has(key),
 
     plugin: {
       onExecute: ({ args }: { args: ExecutionArgs }) => {

@@ -68,7 +68,7 @@ export function createFeedPages(deps: ApiDeps): FeedPages {
   return {
     get: (baseUrl, query, viewer) => cache().get(keyOf(baseUrl, query), compute(baseUrl, query), viewer),
     answerNow: (baseUrl, query, viewer) =>
-      cache().answerNow(keyOf(baseUrl, query), compute(baseUrl, query), viewer),
+      cache().answerNow(keyOf(baseUrl, query), viewer, compute(baseUrl, query)),
     has: (baseUrl, query) => cache().has(keyOf(baseUrl, query)),
   };
 }

@@ -41,8 +41,15 @@ export function lookupIdOf(key: string): string | undefined {
 
 /** Constant-time comparison of a presented key with a stored hash. */
 export function keyMatches(key: string, storedHash: Buffer): boolean {
+  return matchingHash(key, storedHash) !== undefined;
+}
+
+/** The presented key's hash when it matches the stored one (constant-time), else undefined. */
+export function matchingHash(key: string, storedHash: Buffer): Buffer | undefined {
   const presented = hashApiKey(key);
-  return presented.length === storedHash.length && timingSafeEqual(presented, storedHash);
+  return presented.length === storedHash.length && timingSafeEqual(presented, storedHash)
+    ? presented
+    : undefined;
 }
 
 export function parseScopes(value: unknown): Scope[] {

@@ -1,14 +1,8 @@
 import type { AccountRole } from '../accounts/account.js';
 import { AppError } from '../errors.js';
-import {
-  ALL_SCOPES,
-  generateApiKey,
-  keyMatches,
-  lookupIdOf,
-  MAX_ACTIVE_KEYS,
-  type Scope,
-} from './api-key.js';
+import { ALL_SCOPES, generateApiKey, lookupIdOf, MAX_ACTIVE_KEYS, type Scope } from './api-key.js';
 import { createTouchThrottle } from './touch-throttle.js';
+import { createVerifiedKeys } from './verified-keys.js';
 
 export interface ApiKeyInfo {
   id: string;
@@ -125,6 +119,10 @@ const TOUCH_INTERVAL_MS = 60_000;
 const TOUCH_MAX_ENTRIES = 10_000;
 const lastTouched = createTouchThrottle({ intervalMs: TOUCH_INTERVAL_MS, maxEntries: TOUCH_MAX_ENTRIES });
 
+/** Keys whose hash is remembered after they matched; beyond it the oldest are forgotten. */
+const VERIFIED_MAX_ENTRIES = 10_000;
+const verified = createVerifiedKeys(VERIFIED_MAX_ENTRIES);
+
 /**
  * Resolves `Authorization: Bearer <key>` to a Viewer. Missing and invalid keys are both 401
  * `unauthorized`; the message says which, never why a key is invalid.
@@ -136,7 +134,7 @@ export async function authenticate(store: ApiKeyStore, authorization: string | u
   const key = match?.[1];
   const id = key ? lookupIdOf(key) : undefined;
   const stored = id ? await store.find(id) : undefined;
-  if (!key || !stored || stored.revokedAt || !keyMatches(key, stored.hash)) {
+  if (!key || !stored || stored.revokedAt || !verified.matches(key, stored.hash)) {
     throw new AppError('unauthorized', 'Invalid API key');
   }
   const now = Date.now();

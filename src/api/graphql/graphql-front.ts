@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { clientSubject } from '../client-subject.js';
+import { headersInto, protocolOf, viaProxy } from '../front-request.js';
 import { BODY_LIMIT_BYTES } from '../error-response.js';
 import { recordRequest } from '../request-record.js';
 import { answerKey, spendAsExecuted, type GraphqlBody, type GraphqlResponseCache } from './response-cache.js';
@@ -70,7 +71,7 @@ export function createGraphqlFront(deps: ApiDeps, answers: GraphqlResponseCache)
         deps,
         kept,
         viewer ?? clientSubject(req.socket.remoteAddress ?? ''),
-        sink(sent),
+        headersInto(sent),
       ))
     ) {
       return handOver(req, res, body);
@@ -96,12 +97,7 @@ export function createGraphqlFront(deps: ApiDeps, answers: GraphqlResponseCache)
       if (!headers['content-type']?.startsWith('application/json') || headers.origin !== undefined)
         return false;
       if (!headers.host || headers['transfer-encoding'] !== undefined) return false;
-      if (
-        headers['x-forwarded-for'] !== undefined ||
-        headers['x-forwarded-proto'] !== undefined ||
-        headers['x-forwarded-host'] !== undefined
-      )
-        return false;
+      if (viaProxy(headers)) return false;
       const length = Number(headers['content-length']);
       if (!Number.isInteger(length) || length <= 0 || length > BODY_LIMIT_BYTES) return false;
       const started = performance.now();
@@ -155,10 +151,3 @@ function keptBody(text: string): GraphqlBody | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   return typeof (body as GraphqlBody).query === 'string' ? body : undefined;
 }
-
-const protocolOf = (req: IncomingMessage) =>
-  (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
-
-const sink = (headers: Record<string, string>) => ({
-  header: (name: string, value: string) => (headers[name] = value),
-});

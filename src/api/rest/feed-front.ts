@@ -4,6 +4,7 @@ import { authenticate, requireScope } from '../../domain/auth/api-keys.service.j
 import { AppError } from '../../domain/errors.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { toErrorResponse } from '../error-response.js';
+import { headersInto, protocolOf, viaProxy } from '../front-request.js';
 import { spend } from '../rate-limit-spend.js';
 import { recordRequest } from '../request-record.js';
 import type { FeedPages, FeedQuery } from './feed-pages.js';
@@ -64,7 +65,7 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
     try {
       const viewer = await authenticate(deps.apiKeys, authorization);
       requireScope(viewer, 'read');
-      await spend(deps, { header: (name, value) => (headers[name] = value) }, 'read', viewer.accountId);
+      await spend(deps, headersInto(headers), 'read', viewer.accountId);
       body =
         pages.answerNow(base, query, viewer.accountId) ?? (await pages.get(base, query, viewer.accountId));
     } catch (error) {
@@ -100,16 +101,10 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
       const host = headers.host;
       if (!authorization || !host) return false;
       if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false;
-      if (
-        headers['x-forwarded-for'] !== undefined ||
-        headers['x-forwarded-proto'] !== undefined ||
-        headers['x-forwarded-host'] !== undefined
-      )
-        return false;
+      if (viaProxy(headers)) return false;
       const query = mark < 0 ? {} : plainQuery(url.slice(mark + 1));
       if (!query) return false;
-      const protocol = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
-      const base = `${protocol}://${host}`;
+      const base = `${protocolOf(req)}://${host}`;
       if (!pages.has(base, query)) return false;
       const started = performance.now();
       answer(req, res, base, query, authorization, started).catch((error: unknown) => {

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { expect, test } from 'vitest';
-import { toErrorResponse } from '../src/api/server.js';
+import { toErrorResponse } from '../src/api/error-response.js';
 import { freePort } from '../src/devstack/free-port.js';
 
 /*

@@ -1,7 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ErrorBody } from './error-map.js';
 import { registerOperationsRoutes, type OperationsDeps } from './operations.routes.js';
-import { toErrorResponse } from './server.js';
+import { toErrorResponse } from './error-response.js';
 
 /**
  * The HTTP server of a process that runs no API (a worker or indexer alone): /healthz and

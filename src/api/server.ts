@@ -23,8 +23,6 @@ import { trustProxyHops } from './trust-proxy.js';
 import { BODY_LIMIT_BYTES, toErrorResponse } from './error-response.js';
 import { recordRequest } from './request-record.js';
 
-export { toErrorResponse };
-
 const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const GRAPHQL_PATH = '/graphql';
 

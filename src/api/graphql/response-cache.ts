@@ -76,7 +76,7 @@ export interface GraphqlResponseCache {
   has(key: string): boolean;
 }
 
-/** A kept answer: sent as it is after spending what its execution spent (spendFor). */
+/** A kept answer: sent as it is after spending what its execution spent (spendAsExecuted). */
 export type KeptAnswer = CachedAnswer;
 
 /** A whole answer's body as bytes (a kept answer is sent again as it is). */

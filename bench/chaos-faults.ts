@@ -4,9 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { postgresAnswers } from '../src/devstack/postgres-probe.js';
 import { redisAnswers } from '../src/devstack/redis.devstack.js';
-import { ownerFileOf } from '../src/devstack/abandoned-server.js';
+import { isAlive, ownerFileOf } from '../src/devstack/abandoned-server.js';
 import {
-  isAlive,
   processImage,
   signal,
   startLogged,

@@ -72,8 +72,6 @@ export function processImage(pid: number): ProcessImage {
   return { argv, cwd: readlinkSync(`/proc/${pid}/cwd`), uid, gid };
 }
 
-export { isAlive };
-
 export function signal(pid: number, name: NodeJS.Signals, group = false): void {
   try {
     process.kill(group ? -pid : pid, name);

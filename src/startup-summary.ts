@@ -25,9 +25,9 @@ export function startupSummary(service: RunningService): string {
   rows.push(['Postgres', `${stack.postgres.source.padEnd(9)}${redactUrl(stack.postgres.url)}`]);
   rows.push(['Redis', `${stack.redis.source.padEnd(9)}${redactUrl(stack.redis.url)}`]);
   const clickhouse = stack.clickhouse;
-  if (!clickhouse)
+  if (!clickhouse) {
     rows.push(['ClickHouse', `${'none'.padEnd(9)}analytics answer 503 (set CLICKHOUSE_URL to serve them)`]);
-  if (clickhouse) {
+  } else {
     rows.push([
       'ClickHouse',
       clickhouse.kind === 'chdb'

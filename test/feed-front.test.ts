@@ -88,7 +88,7 @@ describe('a kept page', () => {
   test('is answered by the front with the route’s bytes and headers; a page not kept is left to Fastify', async () => {
     const path = '/api/v1/feed?sort=latest&limit=2';
     expect((await get(port, path, auth(reader))).status).toBe(599);
-    await pages.get(BASE, { sort: 'latest', limit: '2' }, undefined);
+    await pages.get(pages.page(BASE, { sort: 'latest', limit: '2' }), undefined);
 
     const front = await get(port, path, auth(reader));
     const route = await get(routePort(), path, auth(reader));
@@ -105,14 +105,14 @@ describe('a kept page', () => {
     const cursor = (JSON.parse(route.body) as { next_cursor: string }).next_cursor;
     const next = `/api/v1/feed?sort=latest&limit=2&cursor=${cursor}`;
     expect((await get(port, next, auth(reader))).status).toBe(599);
-    await pages.get(BASE, { sort: 'latest', limit: '2', cursor }, undefined);
+    await pages.get(pages.page(BASE, { sort: 'latest', limit: '2', cursor }), undefined);
     const nextFront = await get(port, next, auth(reader));
     expect(nextFront.status).toBe(200);
     expect(nextFront.body).toBe((await get(routePort(), next, auth(reader))).body);
   });
 
   test('anything the front cannot read exactly as Fastify would is left to Fastify', async () => {
-    await pages.get(BASE, { sort: 'trending' }, undefined);
+    await pages.get(pages.page(BASE, { sort: 'trending' }), undefined);
     expect((await get(port, '/api/v1/feed?sort=trending', auth(reader))).status).toBe(200);
     for (const path of [
       '/api/v1/feed?sort=trend%69ng', // encoded: Fastify decodes it
@@ -133,7 +133,7 @@ describe('a kept page', () => {
   });
 
   test('refuses a bad key (401) and a key without read (403) as the route does', async () => {
-    await pages.get(BASE, { sort: 'latest' }, undefined);
+    await pages.get(pages.page(BASE, { sort: 'latest' }), undefined);
     const path = '/api/v1/feed?sort=latest';
     const invalid = { authorization: `Bearer ${reader.key.slice(0, -4)}AAAA`, host: HOST };
     for (const headers of [invalid, auth(noRead)]) {
@@ -149,7 +149,7 @@ describe('a kept page', () => {
 
   test('a viewer who wrote since the page was computed gets a page computed after the write', async () => {
     const path = '/api/v1/feed?sort=latest&limit=3';
-    await pages.get(BASE, { sort: 'latest', limit: '3' }, undefined);
+    await pages.get(pages.page(BASE, { sort: 'latest', limit: '3' }), undefined);
     const [newest] = postIds.slice(-1);
     await sql`UPDATE posts SET content = 'edited beneath' WHERE id = ${newest}`.execute(h.env.app.db);
     const contentOf = (answer: Answer) =>
@@ -164,7 +164,7 @@ describe('a kept page', () => {
   });
 
   test('counts each answer in the HTTP metrics under the route’s name', async () => {
-    await pages.get(BASE, { sort: 'latest', limit: '2' }, undefined);
+    await pages.get(pages.page(BASE, { sort: 'latest', limit: '2' }), undefined);
     const count = async () => {
       const { values } = await h.env.app.metrics.httpRequests.get();
       return (
@@ -191,7 +191,7 @@ test('spends the read bucket with its RateLimit headers and refuses past it (429
   const pages = createFeedPages(limited);
   const { port, server } = await frontServer(createFeedFront(limited, pages));
   try {
-    await pages.get(BASE, { sort: 'latest' }, undefined);
+    await pages.get(pages.page(BASE, { sort: 'latest' }), undefined);
     // Windows are whole minutes: start the burst early in one so it cannot straddle two.
     const intoMinute = Date.now() % 60_000;
     if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 50));
@@ -214,7 +214,7 @@ test('takes nothing once closed', async () => {
   const front = createFeedFront(h.env.app, pages);
   const { port, server } = await frontServer(front);
   try {
-    await pages.get(BASE, { sort: 'latest' }, undefined);
+    await pages.get(pages.page(BASE, { sort: 'latest' }), undefined);
     expect((await get(port, '/api/v1/feed?sort=latest', auth(reader))).status).toBe(200);
     front.close();
     expect((await get(port, '/api/v1/feed?sort=latest', auth(reader))).status).toBe(599);

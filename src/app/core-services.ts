@@ -11,7 +11,6 @@ import {
   createRpcClient,
   createSignatureWatcher,
   createWalletProvisioner,
-  priorityFeeFor,
   rpcPacingFor,
   type Keystore,
   type PlatformChain,
@@ -54,7 +53,7 @@ export function createCoreServices(config: Config, logger: Logger, db: Db, solan
   const platform = (): Promise<PlatformChain> => {
     bootstrapped ??= bootstrapChain(
       { rpc, db, keystore, log: (message) => logger.info(`bootstrap: ${message}`) },
-      { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT },
+      { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT, priorityFee: config.SOLANA_PRIORITY_FEE },
     )
       .then((chain) => {
         // The cluster is known now: pace the RPC as it allows (a public RPC rate-limits).
@@ -64,10 +63,7 @@ export function createCoreServices(config: Config, logger: Logger, db: Db, solan
         });
         watcher.tune(pacing);
         rpc.limitRate(pacing.maxRequestsPerSecond);
-        return {
-          ...chain,
-          priorityFeeMicroLamports: priorityFeeFor(chain.cluster, config.SOLANA_PRIORITY_FEE),
-        };
+        return chain;
       })
       .catch((error: unknown) => {
         bootstrapped = undefined; // a failed bootstrap (chain down) is retried on the next call

@@ -253,7 +253,7 @@ export function createReadCache<T>(
    * What `get` answers without waiting, if anything (see ReadCache.answerNow). `compute` starts a
    * refresh that is due; without it a due refresh gives undefined.
    */
-  const answerNow = (
+  const servable = (
     key: string,
     compute: ((track: DependencyTracker) => Promise<T>) | undefined,
     viewer: string | undefined,
@@ -280,7 +280,7 @@ export function createReadCache<T>(
   return {
     get: (key, compute, viewer) => {
       if (options.ttlMs <= 0) return compute(UNTRACKED);
-      const now = answerNow(key, compute, viewer);
+      const now = servable(key, compute, viewer);
       if (now) return 'value' in now ? Promise.resolve(now.value) : now.refresh;
       // Nothing this viewer may be given: the computation in flight if it began after the viewer's
       // last write, else a new one.
@@ -291,7 +291,7 @@ export function createReadCache<T>(
     },
     answerNow: (key, viewer, refresh) => {
       if (options.ttlMs <= 0) return undefined;
-      const now = answerNow(key, options.refresh === 'background' ? refresh : undefined, viewer);
+      const now = servable(key, options.refresh === 'background' ? refresh : undefined, viewer);
       return now && 'value' in now ? now.value : undefined;
     },
     has: (key) => entries.has(key),

@@ -56,7 +56,7 @@ export const onChainNative = (app: App, platform: PlatformChain, owner: string |
   onChainTokens(app, platform.nativeMint, owner);
 
 /**
- * The USDC a wallet holds on chain, summed over its token accounts of `mint`, as a client of the
+ * The tokens of `mint` a wallet holds on chain, summed over its token accounts, as a client of the
  * cluster reads it (for tests that run the service in other processes and have no App).
  */
 export async function walletTokens(rpc: RpcClient, owner: string, mint: string): Promise<bigint> {

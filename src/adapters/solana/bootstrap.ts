@@ -7,7 +7,7 @@ import {
 } from '@solana/spl-token';
 import { PublicKey, SystemProgram, Transaction, type TransactionInstruction } from '@solana/web3.js';
 import type { Db } from '../postgres/db.js';
-import { detectCluster, type Cluster } from './cluster.js';
+import { detectCluster, priorityFeeFor, type Cluster } from './cluster.js';
 import { sendAndConfirm } from './confirm.js';
 import type { Keystore } from './keystore.js';
 import type { Signer } from './keypair.js';
@@ -67,8 +67,8 @@ export interface PlatformChain {
    */
   mintsTestTokens: boolean;
   /**
-   * Priority fee of every platform transaction, micro-lamports per compute unit (0: none): set per
-   * cluster once it is known (SOLANA_PRIORITY_FEE overrides).
+   * Priority fee of every platform transaction, micro-lamports per compute unit (0: none): the
+   * cluster's default (priorityFeeFor), or SOLANA_PRIORITY_FEE.
    */
   priorityFeeMicroLamports: number;
 }
@@ -83,6 +83,8 @@ export interface BootstrapDeps {
 export interface BootstrapConfig {
   usdcMint?: string;
   nativeMint?: string;
+  /** SOLANA_PRIORITY_FEE: overrides the cluster's default (priorityFeeFor). */
+  priorityFee?: number;
 }
 
 export class BootstrapRefusedError extends Error {
@@ -220,7 +222,7 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
     poolUsdcVault,
     poolNativeVault,
     mintsTestTokens,
-    priorityFeeMicroLamports: 0,
+    priorityFeeMicroLamports: priorityFeeFor(cluster, config.priorityFee),
   };
 }
 

@@ -37,7 +37,7 @@ export interface RpcPacing {
 
 /**
  * Defaults per cluster, each overridable (SOLANA_POLL_MS, SOLANA_MAX_RPS): our own validators take
- * a 10 ms poll; public RPCs allow about 100 requests per 10 s per IP (devnet, testnet), so the
+ * a 100 ms poll (10 ms for a transaction a client waits on) and no cap; public RPCs allow about 100 requests per 10 s per IP (devnet, testnet), so the
  * service polls once a second and stays under 8 requests a second there.
  */
 export function rpcPacingFor(

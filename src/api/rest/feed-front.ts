@@ -7,7 +7,7 @@ import { toErrorResponse } from '../error-response.js';
 import { headersInto, protocolOf, viaProxy } from '../front-request.js';
 import { spend } from '../rate-limit-spend.js';
 import { recordRequest } from '../request-record.js';
-import type { FeedPages, FeedQuery } from './feed-pages.js';
+import type { FeedPage, FeedPages, FeedQuery } from './feed-pages.js';
 
 /** The route as Fastify names it in metrics. */
 const FEED_ROUTE = '/api/v1/feed';
@@ -54,8 +54,7 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
   const answer = async (
     req: IncomingMessage,
     res: ServerResponse,
-    base: string,
-    query: FeedQuery,
+    page: FeedPage,
     authorization: string,
     started: number,
   ): Promise<void> => {
@@ -66,8 +65,7 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
       const viewer = await authenticate(deps.apiKeys, authorization);
       requireScope(viewer, 'read');
       await spend(deps, headersInto(headers), 'read', viewer.accountId);
-      body =
-        pages.answerNow(base, query, viewer.accountId) ?? (await pages.get(base, query, viewer.accountId));
+      body = pages.answerNow(page, viewer.accountId) ?? (await pages.get(page, viewer.accountId));
     } catch (error) {
       const refused = toErrorResponse(error);
       status = refused.status;
@@ -104,10 +102,10 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
       if (viaProxy(headers)) return false;
       const query = mark < 0 ? {} : plainQuery(url.slice(mark + 1));
       if (!query) return false;
-      const base = `${protocolOf(req)}://${host}`;
-      if (!pages.has(base, query)) return false;
+      const page = pages.page(`${protocolOf(req)}://${host}`, query);
+      if (!pages.has(page)) return false;
       const started = performance.now();
-      answer(req, res, base, query, authorization, started).catch((error: unknown) => {
+      answer(req, res, page, authorization, started).catch((error: unknown) => {
         // Only writing the answer can fail here (the connection went away).
         deps.logger.warn({ err: error }, 'feed answer not sent');
       });

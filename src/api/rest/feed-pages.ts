@@ -30,12 +30,20 @@ export interface FeedQuery {
  * the route (feed.routes.ts) and the front that answers kept pages (feed-front.ts).
  */
 export interface FeedPages {
+  /** The page asked for, with its cache key computed once (the front asks up to three things of it). */
+  page(baseUrl: string, query: FeedQuery): FeedPage;
   /** The page: kept, shared with a computation in flight, or computed. */
-  get(baseUrl: string, query: FeedQuery, viewer: string | undefined): Promise<string>;
+  get(page: FeedPage, viewer: string | undefined): Promise<string>;
   /** The kept page if it may be answered to `viewer` at once (ReadCache.answerNow). */
-  answerNow(baseUrl: string, query: FeedQuery, viewer: string | undefined): string | undefined;
+  answerNow(page: FeedPage, viewer: string | undefined): string | undefined;
   /** A page is kept for this query: the route validated it before. */
-  has(baseUrl: string, query: FeedQuery): boolean;
+  has(page: FeedPage): boolean;
+}
+
+export interface FeedPage {
+  readonly baseUrl: string;
+  readonly query: FeedQuery;
+  readonly key: string;
 }
 
 export function createFeedPages(deps: ApiDeps): FeedPages {
@@ -50,25 +58,29 @@ export function createFeedPages(deps: ApiDeps): FeedPages {
       refresh: 'background',
       refreshEveryMs: READ_REFRESH_EVERY_MS,
     }));
-  const keyOf = (baseUrl: string, { sort, cursor, limit }: FeedQuery) =>
-    JSON.stringify([baseUrl, sort, cursor, limit]);
-  const compute = (baseUrl: string, query: FeedQuery) => async (track: DependencyTracker) => {
-    const page = await feedPage(readDepsOf(deps), query);
-    // A trending page is the snapshot's; a latest page with a cursor is a fixed window of
-    // (created_at, id) that new posts never enter (they are newer); the first latest page is what a
-    // new post changes. Every page shows its posts' counts and authors.
-    if (parseFeedSort(query.sort) === 'trending') track.reads('trending');
-    else if (query.cursor === undefined) track.reads('latest');
-    for (const post of page.items) {
-      track.reads(postKey(post.id));
-      track.reads(accountKey(post.author.id));
-    }
-    return feedPageJson(page, baseUrl);
-  };
+  const compute =
+    ({ baseUrl, query }: FeedPage) =>
+    async (track: DependencyTracker) => {
+      const page = await feedPage(readDepsOf(deps), query);
+      // A trending page is the snapshot's; a latest page with a cursor is a fixed window of
+      // (created_at, id) that new posts never enter (they are newer); the first latest page is what a
+      // new post changes. Every page shows its posts' counts and authors.
+      if (parseFeedSort(query.sort) === 'trending') track.reads('trending');
+      else if (query.cursor === undefined) track.reads('latest');
+      for (const post of page.items) {
+        track.reads(postKey(post.id));
+        track.reads(accountKey(post.author.id));
+      }
+      return feedPageJson(page, baseUrl);
+    };
   return {
-    get: (baseUrl, query, viewer) => cache().get(keyOf(baseUrl, query), compute(baseUrl, query), viewer),
-    answerNow: (baseUrl, query, viewer) =>
-      cache().answerNow(keyOf(baseUrl, query), viewer, compute(baseUrl, query)),
-    has: (baseUrl, query) => cache().has(keyOf(baseUrl, query)),
+    page: (baseUrl, query) => ({
+      baseUrl,
+      query,
+      key: JSON.stringify([baseUrl, query.sort, query.cursor, query.limit]),
+    }),
+    get: (page, viewer) => cache().get(page.key, compute(page), viewer),
+    answerNow: (page, viewer) => cache().answerNow(page.key, viewer, compute(page)),
+    has: (page) => cache().has(page.key),
   };
 }

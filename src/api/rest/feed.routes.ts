@@ -39,7 +39,8 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPage
       },
     },
     async (request, reply) => {
-      const body = await feedPages.get(baseUrlOf(request), request.query, request.viewer?.accountId);
+      const page = feedPages.page(baseUrlOf(request), request.query);
+      const body = await feedPages.get(page, request.viewer?.accountId);
       return reply.type('application/json; charset=utf-8').send(body);
     },
   );

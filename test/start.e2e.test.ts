@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
 import { freePort } from '../src/devstack/free-port.js';
 import { postmasterPid } from '../src/devstack/index.js';
+import { npmEnv } from './support/npm-start.js';
 
 /**
  * `npm start` as a user runs it: a real process on the embedded defaults (no DATABASE_URL, no
@@ -34,8 +35,7 @@ interface Started {
 
 async function start(port: number, localnetPort: number): Promise<Started> {
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '',
-    HOME: process.env.HOME ?? '/root',
+    ...npmEnv(),
     DATA_DIR: dataDir,
     PORT: String(port),
     LOCALNET_PORT: String(localnetPort),

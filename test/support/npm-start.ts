@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -16,7 +16,7 @@ export interface NpmStart {
 
 export async function npmStart(env: Record<string, string>, port: number): Promise<NpmStart> {
   const child = spawn('npm', ['start'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env, PORT: String(port) },
+    env: { ...npmEnv(), ...env, PORT: String(port) },
     cwd: process.cwd(),
     detached: true,
   });
@@ -33,6 +33,42 @@ export async function npmStart(env: Record<string, string>, port: number): Promi
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return { child, output: () => output, base: `http://127.0.0.1:${port}`, exited };
+}
+
+/**
+ * What npm needs in a child's environment, and no check for a newer npm: that check asks the
+ * registry, and whether npm waits for its answer at exit is npm's business, not the service's.
+ */
+export function npmEnv(): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/root',
+    npm_config_update_notifier: 'false',
+  };
+}
+
+/**
+ * A process and all its descendants (pid, parent, group, session, state, seconds alive, kernel
+ * wait, command), for a failure message: which of script, npm, node and the embedded servers were
+ * still alive, and on what each one waited.
+ */
+export function processTree(rootPid: number): string {
+  try {
+    const table = execFileSync('ps', ['-eo', 'pid,ppid,pgid,sid,stat,etimes,wchan:24,args'], { encoding: 'utf8' });
+    const [header, ...rows] = table.trimEnd().split('\n');
+    const parentOf = (row: string) => row.trim().split(/\s+/).slice(0, 2).map(Number);
+    const inTree = new Set([rootPid]);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const row of rows) {
+        const [pid, ppid] = parentOf(row);
+        if (!inTree.has(pid!) && inTree.has(ppid!)) grew = inTree.add(pid!) !== undefined;
+      }
+    }
+    return [header, ...rows.filter((row) => inTree.has(parentOf(row)[0]!))].join('\n');
+  } catch (error) {
+    return `(ps failed: ${String(error)})`;
+  }
 }
 
 /** Ctrl-C in a terminal: SIGINT to the whole process group. */

@@ -60,7 +60,7 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
   ): Promise<void> => {
     const headers: Record<string, string> = {};
     let status = 200;
-    let body: string;
+    let body: Buffer;
     try {
       const viewer = await authenticate(deps.apiKeys, authorization);
       requireScope(viewer, 'read');
@@ -69,14 +69,14 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
     } catch (error) {
       const refused = toErrorResponse(error);
       status = refused.status;
-      body = JSON.stringify(refused.body);
+      body = Buffer.from(JSON.stringify(refused.body));
       if (status >= 500) deps.logger.error({ err: error }, 'request failed');
       if (error instanceof AppError && typeof error.details.retryAfterSeconds === 'number') {
         headers['retry-after'] = String(error.details.retryAfterSeconds);
       }
     }
     headers['content-type'] = JSON_TYPE;
-    headers['content-length'] = String(Buffer.byteLength(body));
+    headers['content-length'] = String(body.length);
     res.writeHead(status, headers);
     res.end(body);
     recordRequest(deps, deps.logger, {

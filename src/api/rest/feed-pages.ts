@@ -23,7 +23,7 @@ export interface FeedQuery {
 }
 
 /**
- * GET /api/v1/feed's pages as JSON text, kept by (base URL, sort, cursor, limit). The feed is the
+ * GET /api/v1/feed's pages as UTF-8 JSON bytes, kept by (base URL, sort, cursor, limit). The feed is the
  * same for every reader (it holds nothing of the viewer's), and its first pages are what every
  * client polls: a page is kept until a change of what it shows (app/read-cache.ts), refreshed in
  * the background while other readers get the page they had for at most READ_STALE_MS. Shared by
@@ -33,9 +33,9 @@ export interface FeedPages {
   /** The page asked for, with its cache key computed once (the front asks up to three things of it). */
   page(baseUrl: string, query: FeedQuery): FeedPage;
   /** The page: kept, shared with a computation in flight, or computed. */
-  get(page: FeedPage, viewer: string | undefined): Promise<string>;
+  get(page: FeedPage, viewer: string | undefined): Promise<Buffer>;
   /** The kept page if it may be answered to `viewer` at once (ReadCache.answerNow). */
-  answerNow(page: FeedPage, viewer: string | undefined): string | undefined;
+  answerNow(page: FeedPage, viewer: string | undefined): Buffer | undefined;
   /** A page is kept for this query: the route validated it before. */
   has(page: FeedPage): boolean;
 }
@@ -48,7 +48,9 @@ export interface FeedPage {
 
 export function createFeedPages(deps: ApiDeps): FeedPages {
   // Created on first use: the OpenAPI printer builds the routes with deps that refuse use.
-  let pages: ReadCache<string> | undefined;
+  // Kept as bytes, encoded once per computation: a kept page is answered thousands of times a
+  // second, and each answer of a string was a UTF-8 scan for its length and an encoding on write.
+  let pages: ReadCache<Buffer> | undefined;
   const cache = () =>
     (pages ??= createReadCache(deps.changes, {
       ttlMs: deps.readCacheTtlMs,
@@ -71,7 +73,7 @@ export function createFeedPages(deps: ApiDeps): FeedPages {
         track.reads(postKey(post.id));
         track.reads(accountKey(post.author.id));
       }
-      return feedPageJson(page, baseUrl);
+      return Buffer.from(feedPageJson(page, baseUrl));
     };
   return {
     page: (baseUrl, query) => ({

@@ -15,7 +15,7 @@ type PageQuery = { limit?: string; cursor?: string };
  * The read path (issue #7): the global feed, one post with its thread context, and a profile's
  * timeline. All need `read` and spend the `read` bucket. Posts whose payment failed on chain are
  * shown nowhere. deps is read only inside handlers: the OpenAPI printer registers routes with
- * deps that refuse use. Feed pages are kept as JSON text (feed-pages.ts); the kept ones are also
+ * deps that refuse use. Feed pages are kept as JSON bytes (feed-pages.ts); the kept ones are also
  * answered by feed-front.ts before this route.
  */
 export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPages: FeedPages): void {

@@ -1,0 +1,132 @@
+/**
+ * What the writes of `bench:read-under-writes` cost the service, with no reads (issue 21's open
+ * part: under writes the reads lose what the writes take).
+ *
+ *   npm run bench:write-cost
+ *
+ * The service (roles api and worker, as read-under-writes runs it) on a fresh embedded stack; the
+ * same writer child pays posts and likes at fixed rates through the API. Three phases of
+ * BENCH_SECONDS (10) each, after BENCH_WARMUP_SECONDS (3) at the phase's rate: nothing written (the
+ * background loops alone), BENCH_LIKES likes/s (100), BENCH_POSTS paid posts/s (20). For each it
+ * prints the CPU of every thread of the service's process (from /proc: the main thread, which
+ * also serves the reads, apart), the main thread's milliseconds per write above the idle phase,
+ * Postgres transactions and Redis commands per write (Redis from INFO commandstats: its server's
+ * count, which includes the commands BullMQ's Lua scripts run). No target: a figure to compare a
+ * change of the write path with, on one machine, in one run.
+ */
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { createRedis } from '../src/adapters/redis/index.js';
+import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import type { RunningService } from '../src/service.js';
+import { intSetting } from './bench-settings.js';
+import { runBench, startBenchService } from './bench-service.js';
+import { fundedMembers } from './funded-accounts.js';
+import { seedReadData } from './read-seed.js';
+import { startWriter, type WriteRates } from './read-writer.js';
+import { threadCores, threadCpuSeconds } from './thread-cpu.js';
+
+/** Each poster starts with $500: a run spends well under that. */
+const FUNDING_MICRO = 500_000_000n;
+
+interface Counters {
+  transactions: number;
+  redisCommands: number;
+}
+
+async function counters(service: RunningService): Promise<Counters> {
+  const { rows } = await sql<{ n: string }>`
+    SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()`.execute(
+    service.app.db,
+  );
+  const redis = createRedis(service.app.stack.redis.url, 'client');
+  try {
+    const info = await redis.info('commandstats');
+    let redisCommands = 0;
+    for (const match of info.matchAll(/^cmdstat_\w+:calls=(\d+)/gm)) redisCommands += Number(match[1]);
+    return { transactions: Number(rows[0]!.n), redisCommands };
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function main(): Promise<number> {
+  const seconds = intSetting('BENCH_SECONDS', 10, 1);
+  const warmupSeconds = intSetting('BENCH_WARMUP_SECONDS', 3, 0);
+  const likesPerSecond = intSetting('BENCH_LIKES', 100, 1);
+  const postsPerSecond = intSetting('BENCH_POSTS', 20, 1);
+  const { service, stop } = await startBenchService(['api', 'worker']);
+  let closeWriter: (() => Promise<void>) | undefined;
+  try {
+    await seedReadData(service, { posts: 500, authors: 5, tag: 'wc' });
+    const posters = await fundedMembers(service, 40, FUNDING_MICRO);
+    const likerKeys: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      const liker = await createAccount(service.app, { handle: `wc_l${i}` });
+      likerKeys.push((await createApiKey(service.app.apiKeys, liker.id, ['engage'])).key);
+    }
+    const { rows: newest } = await sql<{ id: string }>`
+      SELECT id FROM posts ORDER BY created_at DESC, id DESC LIMIT 50`.execute(service.app.db);
+    const writer = await startWriter({
+      base: service.apiUrl!,
+      posterKeys: posters.map((p) => p.key),
+      likerKeys,
+      recentPostIds: newest.map((r) => r.id),
+    });
+    closeWriter = writer.close;
+    console.log(
+      `write-cost bench: roles api+worker, no reads; ${seconds} s per phase after ${warmupSeconds} s at its rate; ` +
+        `Redis ${service.app.stack.redis.source}`,
+    );
+
+    let idleMainCores: number | undefined;
+    const phases: Array<{ label: string; rates: WriteRates; kind?: 'likes' | 'posts' }> = [
+      { label: 'nothing written', rates: { postsPerSecond: 0, likesPerSecond: 0 } },
+      { label: `${likesPerSecond} likes/s`, rates: { postsPerSecond: 0, likesPerSecond }, kind: 'likes' },
+      {
+        label: `${postsPerSecond} paid posts/s`,
+        rates: { postsPerSecond, likesPerSecond: 0 },
+        kind: 'posts',
+      },
+    ];
+    for (const phase of phases) {
+      await writer.start(phase.rates, warmupSeconds * 1000);
+      await sleep(warmupSeconds * 1000);
+      const fromThreads = threadCpuSeconds();
+      const fromCounters = await counters(service);
+      const started = performance.now();
+      await sleep(seconds * 1000);
+      const elapsed = (performance.now() - started) / 1000;
+      const cores = threadCores(fromThreads, threadCpuSeconds(), elapsed);
+      const toCounters = await counters(service);
+      const result = await writer.stop();
+      const main = cores.find(([name]) => name === 'main')?.[1] ?? 0;
+      idleMainCores ??= main;
+      const answered = phase.kind ? result[phase.kind].okInWindow / result.steadySeconds : 0;
+      console.log(`\n== ${phase.label}`);
+      console.log(
+        `threads (cores): ${cores.map(([name, c]) => `${name} ${c.toFixed(3)}`).join(', ') || 'not available'}`,
+      );
+      const transactions = (toCounters.transactions - fromCounters.transactions) / elapsed;
+      const commands = (toCounters.redisCommands - fromCounters.redisCommands) / elapsed;
+      console.log(
+        `Postgres ${transactions.toFixed(0)} transactions/s; Redis ${commands.toFixed(0)} commands/s`,
+      );
+      if (phase.kind && answered > 0) {
+        console.log(
+          `${phase.kind}: ${answered.toFixed(1)}/s answered 2xx; per write: main thread ` +
+            `${((1000 * (main - idleMainCores)) / answered).toFixed(2)} ms above idle, ` +
+            `${(transactions / answered).toFixed(1)} Postgres transactions, ${(commands / answered).toFixed(0)} Redis commands`,
+        );
+      }
+    }
+    return 0;
+  } finally {
+    await closeWriter?.();
+    await stop();
+  }
+}
+
+runBench(main);

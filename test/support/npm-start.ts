@@ -54,18 +54,23 @@ export function npmEnv(): Record<string, string> {
  */
 export function processTree(rootPid: number): string {
   try {
-    const table = execFileSync('ps', ['-eo', 'pid,ppid,pgid,sid,stat,etimes,wchan:24,args'], { encoding: 'utf8' });
+    const table = execFileSync('ps', ['-eo', 'pid,ppid,pgid,sid,stat,etimes,wchan:24,args'], {
+      encoding: 'utf8',
+    });
     const [header, ...rows] = table.trimEnd().split('\n');
-    const parentOf = (row: string) => row.trim().split(/\s+/).slice(0, 2).map(Number);
+    const idsOf = (row: string) => row.trim().split(/\s+/).slice(0, 2).map(Number); // [pid, ppid]
     const inTree = new Set([rootPid]);
-    for (let grew = true; grew; ) {
+    for (let grew = true; grew;) {
       grew = false;
       for (const row of rows) {
-        const [pid, ppid] = parentOf(row);
-        if (!inTree.has(pid!) && inTree.has(ppid!)) grew = inTree.add(pid!) !== undefined;
+        const [pid, ppid] = idsOf(row);
+        if (!inTree.has(pid!) && inTree.has(ppid!)) {
+          inTree.add(pid!);
+          grew = true;
+        }
       }
     }
-    return [header, ...rows.filter((row) => inTree.has(parentOf(row)[0]!))].join('\n');
+    return [header, ...rows.filter((row) => inTree.has(idsOf(row)[0]!))].join('\n');
   } catch (error) {
     return `(ps failed: ${String(error)})`;
   }

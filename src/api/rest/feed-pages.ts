@@ -23,8 +23,8 @@ export interface FeedQuery {
 }
 
 /**
- * GET /api/v1/feed's pages as UTF-8 JSON bytes, kept by (base URL, sort, cursor, limit). The feed is the
- * same for every reader (it holds nothing of the viewer's), and its first pages are what every
+ * GET /api/v1/feed's pages as UTF-8 JSON bytes, kept by (base URL, sort, cursor, limit). The feed is
+ * the same for every reader (it holds nothing of the viewer's), and its first pages are what every
  * client polls: a page is kept until a change of what it shows (app/read-cache.ts), refreshed in
  * the background while other readers get the page they had for at most READ_STALE_MS. Shared by
  * the route (feed.routes.ts) and the front that answers kept pages (feed-front.ts).

@@ -17,6 +17,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
+import type { Redis } from 'ioredis';
 import { createRedis } from '../src/adapters/redis/index.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
@@ -36,20 +37,15 @@ interface Counters {
   redisCommands: number;
 }
 
-async function counters(service: RunningService): Promise<Counters> {
+async function counters(service: RunningService, redis: Redis): Promise<Counters> {
   const { rows } = await sql<{ n: string }>`
     SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()`.execute(
     service.app.db,
   );
-  const redis = createRedis(service.app.stack.redis.url, 'client');
-  try {
-    const info = await redis.info('commandstats');
-    let redisCommands = 0;
-    for (const match of info.matchAll(/^cmdstat_\w+:calls=(\d+)/gm)) redisCommands += Number(match[1]);
-    return { transactions: Number(rows[0]!.n), redisCommands };
-  } finally {
-    redis.disconnect();
-  }
+  const info = await redis.info('commandstats');
+  let redisCommands = 0;
+  for (const match of info.matchAll(/^cmdstat_\w+:calls=(\d+)/gm)) redisCommands += Number(match[1]);
+  return { transactions: Number(rows[0]!.n), redisCommands };
 }
 
 async function main(): Promise<number> {
@@ -59,6 +55,8 @@ async function main(): Promise<number> {
   const postsPerSecond = intSetting('BENCH_POSTS', 20, 1);
   const { service, stop } = await startBenchService(['api', 'worker']);
   let closeWriter: (() => Promise<void>) | undefined;
+  // One connection for the INFO readings: their own commands are a few per phase.
+  const redis = createRedis(service.app.stack.redis.url, 'client');
   try {
     await seedReadData(service, { posts: 500, authors: 5, tag: 'wc' });
     const posters = await fundedMembers(service, 40, FUNDING_MICRO);
@@ -95,12 +93,12 @@ async function main(): Promise<number> {
       await writer.start(phase.rates, warmupSeconds * 1000);
       await sleep(warmupSeconds * 1000);
       const fromThreads = threadCpuSeconds();
-      const fromCounters = await counters(service);
+      const fromCounters = await counters(service, redis);
       const started = performance.now();
       await sleep(seconds * 1000);
       const elapsed = (performance.now() - started) / 1000;
       const cores = threadCores(fromThreads, threadCpuSeconds(), elapsed);
-      const toCounters = await counters(service);
+      const toCounters = await counters(service, redis);
       const result = await writer.stop();
       const main = cores.find(([name]) => name === 'main')?.[1] ?? 0;
       idleMainCores ??= main;
@@ -124,6 +122,7 @@ async function main(): Promise<number> {
     }
     return 0;
   } finally {
+    redis.disconnect();
     await closeWriter?.();
     await stop();
   }

@@ -35,6 +35,35 @@ export function threadCpuSeconds(): Map<string, number> | undefined {
   return byName;
 }
 
+/**
+ * CPU seconds every other process on the machine has used, by command name (`postgres`,
+ * `redis-server`, `node` for the writer child...). A process that ends between two readings drops
+ * out (its time is not counted). Undefined off Linux.
+ */
+export function processCpuSeconds(): Map<string, number> | undefined {
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
+  const byName = new Map<string, number>();
+  for (const pid of pids) {
+    if (Number(pid) === process.pid) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    byName.set(name, (byName.get(name) ?? 0) + ticks / TICKS_PER_SECOND);
+  }
+  return byName;
+}
+
 /** What each thread name used between two readings, in cores (CPU seconds per second). */
 export function threadCores(
   from: Map<string, number> | undefined,

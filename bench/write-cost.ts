@@ -23,11 +23,12 @@ import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import type { RunningService } from '../src/service.js';
 import { intSetting } from './bench-settings.js';
+import { cpuTimes } from './machine-cpu.js';
 import { runBench, startBenchService } from './bench-service.js';
 import { fundedMembers } from './funded-accounts.js';
 import { seedReadData } from './read-seed.js';
 import { startWriter, type WriteRates } from './read-writer.js';
-import { threadCores, threadCpuSeconds } from './thread-cpu.js';
+import { processCpuSeconds, threadCores, threadCpuSeconds } from './thread-cpu.js';
 
 /** Each poster starts with $500: a run spends well under that. */
 const FUNDING_MICRO = 500_000_000n;
@@ -80,6 +81,7 @@ async function main(): Promise<number> {
     );
 
     let idleMainCores: number | undefined;
+    let idleMachineCores: number | undefined;
     const phases: Array<{ label: string; rates: WriteRates; kind?: 'likes' | 'posts' }> = [
       { label: 'nothing written', rates: { postsPerSecond: 0, likesPerSecond: 0 } },
       { label: `${likesPerSecond} likes/s`, rates: { postsPerSecond: 0, likesPerSecond }, kind: 'likes' },
@@ -92,16 +94,23 @@ async function main(): Promise<number> {
     for (const phase of phases) {
       await writer.start(phase.rates, warmupSeconds * 1000);
       await sleep(warmupSeconds * 1000);
+      const fromMachine = cpuTimes();
       const fromThreads = threadCpuSeconds();
+      const fromProcesses = processCpuSeconds();
       const fromCounters = await counters(service, redis);
       const started = performance.now();
       await sleep(seconds * 1000);
       const elapsed = (performance.now() - started) / 1000;
       const cores = threadCores(fromThreads, threadCpuSeconds(), elapsed);
+      const others = threadCores(fromProcesses, processCpuSeconds(), elapsed);
+      const toMachine = cpuTimes();
       const toCounters = await counters(service, redis);
       const result = await writer.stop();
       const main = cores.find(([name]) => name === 'main')?.[1] ?? 0;
       idleMainCores ??= main;
+      // Every process on the machine (Postgres, Redis, the writer, the localnet thread): USER_HZ ticks.
+      const machine = fromMachine && toMachine ? (toMachine.busy - fromMachine.busy) / 100 / elapsed : 0;
+      idleMachineCores ??= machine;
       const answered = phase.kind ? result[phase.kind].okInWindow / result.steadySeconds : 0;
       console.log(`\n== ${phase.label}`);
       console.log(
@@ -110,12 +119,16 @@ async function main(): Promise<number> {
       const transactions = (toCounters.transactions - fromCounters.transactions) / elapsed;
       const commands = (toCounters.redisCommands - fromCounters.redisCommands) / elapsed;
       console.log(
-        `Postgres ${transactions.toFixed(0)} transactions/s; Redis ${commands.toFixed(0)} commands/s`,
+        `other processes (cores): ${others.map(([name, c]) => `${name} ${c.toFixed(3)}`).join(', ') || 'not available'}`,
+      );
+      console.log(
+        `machine ${machine.toFixed(2)} cores busy; Postgres ${transactions.toFixed(0)} transactions/s; Redis ${commands.toFixed(0)} commands/s`,
       );
       if (phase.kind && answered > 0) {
         console.log(
           `${phase.kind}: ${answered.toFixed(1)}/s answered 2xx; per write: main thread ` +
-            `${((1000 * (main - idleMainCores)) / answered).toFixed(2)} ms above idle, ` +
+            `${((1000 * (main - idleMainCores)) / answered).toFixed(2)} ms above idle, machine ` +
+            `${((1000 * (machine - idleMachineCores)) / answered).toFixed(2)} ms, ` +
             `${(transactions / answered).toFixed(1)} Postgres transactions, ${(commands / answered).toFixed(0)} Redis commands`,
         );
       }

@@ -204,6 +204,20 @@ describe('reposts and likes through the REST API', () => {
     expect((await settledMoney(h.env.app, fan.account.id)).totalSpentMicro).toBe(0n);
   });
 
+  test('likes at the same moment each answer a count that includes every like committed before theirs', async () => {
+    const created = await h.call(author, 'POST', '/posts', { type: 'post', content: 'liked at once' });
+    expect(created.status).toBe(201);
+    const target = ((await created.json()) as { id: string }).id;
+    const fans = await Promise.all(Array.from({ length: 8 }, (_, i) => member(`rl_crowd${i}`, 0n)));
+    const answers = await Promise.all(fans.map((fan) => like(fan, target)));
+    const counts = await Promise.all(
+      answers.map(async (response) => ((await response.json()) as { like_count: number }).like_count),
+    );
+    // The likes of one post queue on its row: each sees its own like and those before it, so the
+    // answers are 1..8 in some order (a count read from a snapshot older than the row would repeat).
+    expect(counts.sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
   test("a key with only the 'post' scope gets 403 on repost, like and unlike", async () => {
     const limited = await member('rl_limited', 1_000_000n, ['post']);
     for (const response of [

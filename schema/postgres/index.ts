@@ -17,6 +17,7 @@ import * as recordMovementFunction from './2026_11_22_e_record_movement_function
 import * as releasedHandles from './2026_11_24_e_released_handles.js';
 import * as storedCounters from './2026_11_24_f_stored_counters.js';
 import * as idempotencyLeases from './2026_11_24_g_idempotency_leases.js';
+import * as setLikeFunction from './2026_11_25_a_set_like_function.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -43,4 +44,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_24_e_released_handles': releasedHandles,
   '2026_11_24_f_stored_counters': storedCounters,
   '2026_11_24_g_idempotency_leases': idempotencyLeases,
+  '2026_11_25_a_set_like_function': setLikeFunction,
 };

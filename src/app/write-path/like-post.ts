@@ -21,10 +21,10 @@ export interface LikeChange extends LikeState {
  * when the state changed, so repeating a like adds no engagement to analytics. Liking one's own
  * post is allowed (the spec is silent); the creator fund's anti-sybil rules discount it.
  *
- * The change is one statement (the post's check, the row and the event in data-modifying CTEs),
- * not a transaction of four: under hundreds of likes a second a transaction held a pool connection
- * for every round trip between its statements, and the reads waited behind them. The count is
- * read after the commit, as the likes trigger left it (concurrent likes included).
+ * One round trip: the database function `set_like` (schema/postgres/2026_11_25_a_set_like_function.ts)
+ * checks the post, writes the row and the event and answers the like count as the likes trigger
+ * left it (concurrent likes included). Likes come by the hundred a second, and every statement
+ * costs the API's event loop a round trip the reads are waiting behind.
  */
 export async function setLike(
   deps: { db: Db; changes: Pick<ChangeSignals, 'changed'> },
@@ -33,32 +33,11 @@ export async function setLike(
   liked: boolean,
 ): Promise<LikeChange> {
   const postId = parsePostId(rawPostId);
-  const event = likeEventType(liked);
-  const change = liked
-    ? sql<{ found: boolean; changed: boolean }>`
-        WITH post AS (SELECT id FROM posts WHERE id = ${postId}),
-        changed AS (
-          INSERT INTO likes (account_id, post_id) SELECT ${accountId}, id FROM post
-          ON CONFLICT (account_id, post_id) DO NOTHING
-          RETURNING post_id),
-        event AS (
-          INSERT INTO domain_events (type, actor_id, post_id) SELECT ${event}, ${accountId}, post_id FROM changed)
-        SELECT EXISTS (SELECT 1 FROM post) AS found, EXISTS (SELECT 1 FROM changed) AS changed`
-    : sql<{ found: boolean; changed: boolean }>`
-        WITH post AS (SELECT id FROM posts WHERE id = ${postId}),
-        changed AS (
-          DELETE FROM likes WHERE account_id = ${accountId} AND post_id IN (SELECT id FROM post)
-          RETURNING post_id),
-        event AS (
-          INSERT INTO domain_events (type, actor_id, post_id) SELECT ${event}, ${accountId}, post_id FROM changed)
-        SELECT EXISTS (SELECT 1 FROM post) AS found, EXISTS (SELECT 1 FROM changed) AS changed`;
-  const [row] = (await change.execute(deps.db)).rows;
-  if (!row?.found) throw unknownPost(postId);
-  if (row.changed) deps.changes.changed(postKey(postId)); // its like count
-  const { like_count } = await deps.db
-    .selectFrom('posts')
-    .select('like_count')
-    .where('id', '=', postId)
-    .executeTakeFirstOrThrow();
-  return { liked, likeCount: like_count, postId, changed: row.changed };
+  const { rows } = await sql<{ like_changed: boolean; post_like_count: number }>`
+    SELECT like_changed, post_like_count
+      FROM set_like(${accountId}, ${postId}, ${liked}, ${likeEventType(liked)})`.execute(deps.db);
+  const [row] = rows;
+  if (!row) throw unknownPost(postId);
+  if (row.like_changed) deps.changes.changed(postKey(postId)); // its like count
+  return { liked, likeCount: row.post_like_count, postId, changed: row.like_changed };
 }

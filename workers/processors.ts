@@ -3,41 +3,20 @@ import {
   scheduleCreatorFundEpochs,
   unscheduleCreatorFundEpochs,
 } from '../src/adapters/redis/creator-fund-queue.js';
-import {
-  PAYMENTS_QUEUE,
-  paymentBackoffStrategy,
-  type PaymentJob,
-  type SentProgress,
-} from '../src/adapters/redis/payments-queue.js';
 import type { App } from '../src/app/app.js';
 import { runDueEpochs } from '../src/app/creator-fund/run-epoch.js';
-import { settlePayment } from '../src/app/write-path/settle-payment.js';
+import { paymentsProcessor } from './payments.processor.js';
 import type { QueueProcessor } from './worker.role.js';
 
 /** Every queue the worker role serves. */
 export function processorsFor(app: App): QueueProcessor[] {
   return [
     {
-      queue: PAYMENTS_QUEUE,
-      // Settling is mostly waiting on the chain (~0.5 s to confirmed on 400 ms slots), and one
-      // shared watcher polls for all of them: hundreds in flight per worker process cost little.
-      concurrency: 512,
-      // Each paid write hands its payment over here while its client waits: with one fetch loop,
-      // pickup took ~18 ms of a post's ~90 ms at 300 posts/s; four loops took ~10 ms.
-      fetchers: 4,
-      // The 'sent' progress event is what the paying request waits for (see awaitPayment).
-      process: (job) =>
-        settlePayment(app, (job.data as PaymentJob).chainTransactionId, {
-          onSent: (signature) => job.updateProgress({ stage: 'sent', signature } satisfies SentProgress),
-        }),
-      // Retries wait 0.5 s doubling up to 60 s, never longer (paymentRetryDelayMs).
-      backoffStrategy: paymentBackoffStrategy,
-      // A worker killed mid-job holds the job's lock until it expires: short locks (renewed every
-      // 5 s while alive) and a frequent stall check hand it to another worker within ~15 s.
-      // Settling is idempotent, so a stalled job may safely run again, as often as crashes happen.
-      lock: { lockDuration: 10_000, stalledInterval: 5_000, maxStalledCount: 1_000 },
-      // No start-up resume: the worker role's outbox sweeper (workers/outbox-sweeper.loop.ts)
-      // runs its first round at start and every few seconds after, in bounded batches.
+      ...paymentsProcessor(app),
+      // Settling in threads of its own (payments.thread.ts builds the same processor there), so
+      // that a paid write's BullMQ round trips, signing and status polls leave the API's event loop
+      // to the reads; PAYMENT_THREADS=0 keeps them here.
+      thread: { count: app.config.PAYMENT_THREADS, baseUrl: import.meta.url, module: 'payments.thread' },
     },
     {
       queue: CREATOR_FUND_QUEUE,

@@ -1,32 +1,16 @@
-import { Worker, type BackoffStrategy, type Processor } from 'bullmq';
+import type { Worker } from 'bullmq';
 import type { App } from '../src/app/app.js';
 import { createRedis } from '../src/adapters/redis/index.js';
 import { startEventShipper } from './event-shipper.loop.js';
 import { startIdempotencyPurge } from './idempotency-purge.loop.js';
 import { OUTBOX_SWEEP_MS, startOutboxSweeper } from './outbox-sweeper.loop.js';
+import { startQueueThread, type QueueThread } from './queue-thread.js';
+import { startQueueWorkers, type QueueProcessor } from './queue-workers.js';
 import { startTrendingBuilder, TRENDING_REBUILD_MS } from './trending.loop.js';
 import type { RunningRole } from './role.js';
 import { untracked } from '../src/shutdown/shutdown-steps.js';
 
-/** A BullMQ queue served by the worker role. */
-export interface QueueProcessor {
-  queue: string;
-  /** Jobs in progress at once in this process, over all its fetchers. */
-  concurrency: number;
-  /**
-   * BullMQ Workers serving the queue in this process (default 1), sharing `concurrency`. A Worker
-   * fetches its jobs one Redis round trip after another, so under a steady stream of short-lived
-   * hand-offs one fetch loop becomes a queue of its own: several fetch in parallel.
-   */
-  fetchers?: number;
-  process: Processor;
-  /** Serves the custom backoff type the queue's jobs name (BullMQ asks the Worker for it). */
-  backoffStrategy?: BackoffStrategy;
-  /** Lock and stall settings: how fast a job held by a crashed worker is picked up again. */
-  lock?: { lockDuration: number; stalledInterval: number; maxStalledCount: number };
-  /** Re-enqueues work a crash left unfinished; returns how many items it found. */
-  resume?: () => Promise<number>;
-}
+export type { QueueProcessor } from './queue-workers.js';
 
 /**
  * The worker role: BullMQ Workers for every registered queue (one each unless it asks for more
@@ -37,24 +21,15 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
   const log = app.logger.child({ role: 'worker' });
   const connection = createRedis(app.stack.redis.url, 'worker');
   const workersOf = new Map<string, Worker[]>();
+  const threads: QueueThread[] = [];
   for (const p of processors) {
-    const fetchers = p.fetchers ?? 1;
-    const workers = Array.from({ length: fetchers }, (_, k) => {
-      const worker = new Worker(p.queue, p.process, {
-        // Shown as the job's processedBy (bull-board): which fetcher ran it.
-        name: `${p.queue}-${k + 1}`,
-        connection,
-        prefix: app.config.REDIS_PREFIX,
-        concurrency: Math.ceil(p.concurrency / fetchers),
-        ...(p.backoffStrategy ? { settings: { backoffStrategy: p.backoffStrategy } } : {}),
-        ...p.lock,
-      });
-      worker.on('failed', (job, error) =>
-        log.warn({ queue: p.queue, jobId: job?.id, err: error }, 'job failed'),
-      );
-      worker.on('error', (error) => log.error({ queue: p.queue, err: error }, 'worker error'));
-      return worker;
-    });
+    if (p.thread && p.thread.count > 0) {
+      for (let index = 1; index <= p.thread.count; index++) {
+        threads.push(await startQueueThread(app, p, index, log));
+      }
+      continue;
+    }
+    const workers = startQueueWorkers(p, connection, app.config.REDIS_PREFIX, log);
     workersOf.set(p.queue, [...(workersOf.get(p.queue) ?? []), ...workers]);
   }
   for (const p of processors) {
@@ -70,7 +45,8 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
     summary: [
       ...processors.map(
         (p) =>
-          `queue ${p.queue} (concurrency ${p.concurrency}${p.fetchers ? `, ${p.fetchers} fetchers` : ''})`,
+          `queue ${p.queue} (concurrency ${p.concurrency}${p.fetchers ? `, ${p.fetchers} fetchers` : ''}` +
+          `${p.thread?.count ? `, in ${p.thread.count} thread(s) of its own` : ''})`,
       ),
       'event shipper: domain events and ledger legs to ClickHouse',
       `trending snapshot: rebuilt every ${TRENDING_REBUILD_MS / 1000} s`,
@@ -88,6 +64,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
         ...[...workersOf].map(([queue, workers]) =>
           run(`worker: ${queue} jobs in hand`, () => Promise.all(workers.map((w) => w.close()))),
         ),
+        ...threads.map((thread) => run(`worker: ${thread.name} jobs in hand`, () => thread.stop())),
       ]);
       connection.disconnect();
       const failed = stopped.find((result) => result.status === 'rejected');

@@ -169,6 +169,19 @@ export const envSchema = z.object({
     .min(0, { message: 'expected milliseconds >= 0' })
     .default(0),
   /**
+   * Worker threads of the worker role that settle payments (the payments queue's BullMQ Workers,
+   * each thread with its own event loop, Postgres pool and status poller). 1 (default): settling
+   * runs beside the API's event loop instead of on it, so paid writes do not take the reads' time;
+   * 0: on the process's main event loop, as a role-per-process deployment may prefer.
+   * @defaultValue 1
+   */
+  PAYMENT_THREADS: z.coerce
+    .number({ message: 'expected a whole number' })
+    .int({ message: 'expected a whole number' })
+    .min(0, { message: 'expected 0 or more' })
+    .max(16, { message: 'expected at most 16' })
+    .default(1),
+  /**
    * How long a cached read (a feed page, a GraphQL feed query) may be served without a change
    * signal; every write empties the caches at once, so this only bounds a lost signal. 0 turns the
    * read caches off.

@@ -29,6 +29,8 @@ export async function startBenchService(
     REDIS_PREFIX: `bench${randomBytes(4).toString('hex')}`,
     RATE_LIMIT_MULTIPLIER: '0',
     LOG_LEVEL: 'warn',
+    // To compare settling in a thread of its own with settling on the event loop, one run each.
+    ...(process.env.PAYMENT_THREADS ? { PAYMENT_THREADS: process.env.PAYMENT_THREADS } : {}),
     ...env,
   });
   const service = await runService(config, createLogger(config), roles);

@@ -16,7 +16,8 @@ import { parentLogger, serveUntilClosed } from './thread-host.js';
  */
 const data = workerData as QueueThreadData;
 const { config } = data;
-const logger = parentLogger(config).child({ thread: `${data.queue} ${data.index}` });
+// Tagged with the thread's name by the parent, which logs each record again.
+const logger = parentLogger(config);
 const db = createDb(data.postgresUrl, { max: 10 });
 const core = createCoreServices(config, logger, db, data.solanaUrl);
 const publisher = createRedis(data.redisUrl, 'client');

@@ -65,6 +65,8 @@ export async function startQueueThread(
 
   let stopping = false;
   let running: { thread: Worker; exited: Promise<void> } | undefined;
+  /** The latest start, so that a stop during a restart waits for it and ends that thread too. */
+  let starting: Promise<void> | undefined;
   let restartTimer: NodeJS.Timeout | undefined;
 
   const spawn = async (): Promise<void> => {
@@ -103,18 +105,21 @@ export async function startQueueThread(
     running = { thread, exited };
   };
   const restart = () => {
-    spawn().catch((error: unknown) => {
+    starting = spawn();
+    starting.catch((error: unknown) => {
       threadLog.error({ err: error }, `${name} did not start again; retrying`);
       if (!stopping) restartTimer = setTimeout(restart, RESTART_AFTER_MS);
     });
   };
 
-  await spawn();
+  starting = spawn();
+  await starting;
   return {
     name,
     stop: async () => {
       stopping = true;
       clearTimeout(restartTimer);
+      await starting?.catch(() => {});
       if (!running) return;
       const { thread, exited } = running;
       const closed = new Promise<void>((resolve) =>

@@ -58,11 +58,8 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   // seconds, while a page is one statement of a millisecond. Reads are single-flight per cached
   // entry, so a few connections serve any number of readers.
   const readDb = createDb(stack.postgres.url, { max: READ_POOL_SIZE });
-  // Key lookups are on the request path of every read: they use it too. Not the note of a key's
-  // last use: that is a write, and a commit may wait on a WAL flush. Under 100 paid posts/s and 300
-  // likes/s the writers' keys' notes held every connection of this pool through such a stall, and
-  // the readers' own key lookups waited seconds behind them (REST feed p99 4.4-7.2 s in three of six
-  // bench:read-under-writes runs); on the write pool only writes wait for writes.
+  // Key lookups, and the throttled note of a key's last use, are on the request path of every
+  // read: they use it too.
   const keysOnReadPool = createApiKeyStore(readDb);
   const redis = createRedis(stack.redis.url, 'client');
   // No ClickHouse in this stack: an api beside a worker and indexer that hold the embedded one. Its
@@ -148,6 +145,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
       {
         ...core.apiKeys,
         find: (id) => keysOnReadPool.find(id),
+        touch: (id, at) => keysOnReadPool.touch(id, at),
       },
       changes,
       config.READ_CACHE_TTL_MS,

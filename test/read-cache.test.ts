@@ -376,7 +376,11 @@ describe('across processes', () => {
       ...app,
       liveEvents: secondEvents,
       changes: secondChanges,
-      apiKeys: cachedApiKeyStore(createApiKeyStore(app.db), secondChanges, app.config.READ_CACHE_TTL_MS),
+      apiKeys: cachedApiKeyStore(
+        createApiKeyStore(app.db, app.apiKeyUses),
+        secondChanges,
+        app.config.READ_CACHE_TTL_MS,
+      ),
     });
     secondBase = await second.listen({ port: 0, host: '127.0.0.1' });
     // The subscription to the change channel is live once a round trip through it has arrived.
@@ -426,7 +430,7 @@ describe('across processes', () => {
     const third: Member = { account: alice.account, key };
     await latestIds(third, secondBase);
     // As `npm run cli -- keys revoke` does it: the store beneath every cache, then a signal.
-    await revokeApiKey(createApiKeyStore(h.env.app.db), key.slice(8, 16), null);
+    await revokeApiKey(createApiKeyStore(h.env.app.db, h.env.app.apiKeyUses), key.slice(8, 16), null);
     const cli = cliChangeSignals(h.env.app.stack.redis.url, h.env.app.config.REDIS_PREFIX);
     cli.changed('identity');
     await cli.close();

@@ -7,7 +7,7 @@ import {
   unconfiguredClickHouse,
   type ClickHouse,
 } from '../adapters/clickhouse/index.js';
-import { createApiKeyStore } from '../adapters/postgres/api-keys.repository.js';
+import { findApiKeyOn } from '../adapters/postgres/api-keys.repository.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createRedis } from '../adapters/redis/index.js';
 import { createLiveEvents } from '../adapters/redis/live-events.js';
@@ -58,9 +58,9 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
   // seconds, while a page is one statement of a millisecond. Reads are single-flight per cached
   // entry, so a few connections serve any number of readers.
   const readDb = createDb(stack.postgres.url, { max: READ_POOL_SIZE });
-  // Key lookups, and the throttled note of a key's last use, are on the request path of every
-  // read: they use it too.
-  const keysOnReadPool = createApiKeyStore(readDb);
+  // Key lookups are on the request path of every read: they use it too. (A key's last-use note is
+  // written in the background on the pool above: no request waits for it.)
+  const findApiKey = findApiKeyOn(readDb);
   const redis = createRedis(stack.redis.url, 'client');
   // No ClickHouse in this stack: an api beside a worker and indexer that hold the embedded one. Its
   // analytics fields answer 503 analytics_unavailable; everything else works.
@@ -141,15 +141,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     metrics,
     ...core,
     // READ_CACHE_TTL_MS=0 turns every read cache off, this one included.
-    apiKeys: cachedApiKeyStore(
-      {
-        ...core.apiKeys,
-        find: (id) => keysOnReadPool.find(id),
-        touch: (id, at) => keysOnReadPool.touch(id, at),
-      },
-      changes,
-      config.READ_CACHE_TTL_MS,
-    ),
+    apiKeys: cachedApiKeyStore({ ...core.apiKeys, find: findApiKey }, changes, config.READ_CACHE_TTL_MS),
     accounts: signallingAccountStore(core.accounts, changes),
     follows: signallingFollowStore(core.follows, changes),
     changes,
@@ -172,6 +164,7 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     }),
     close: async () => {
       core.watcher.close();
+      await core.apiKeyUses.close();
       await payments.close();
       await creatorFundJobs.close();
       await changes.close();

@@ -4,6 +4,7 @@ import { createAccountStore } from '../adapters/postgres/accounts.repository.js'
 import { createApiKeyStore } from '../adapters/postgres/api-keys.repository.js';
 import type { Db } from '../adapters/postgres/db.js';
 import { createFollowStore } from '../adapters/postgres/follows.repository.js';
+import { createKeyUseNotes, type KeyUseNotes } from '../adapters/postgres/key-use-notes.js';
 import { createLedgerStore } from '../adapters/postgres/ledger.repository.js';
 import {
   bootstrapChain,
@@ -34,6 +35,8 @@ export interface CoreServices {
   cursorSecret: string;
   accounts: AccountStore;
   apiKeys: ApiKeyStore;
+  /** The keys' last-use notes, written in the background (close it on shutdown: it writes the rest). */
+  apiKeyUses: KeyUseNotes;
   follows: FollowStore;
   ledger: LedgerStore;
   wallets: WalletProvisioner;
@@ -43,6 +46,9 @@ export interface CoreServices {
    */
   bootstrapChain(): Promise<PlatformChain>;
 }
+
+/** How long keys' last-use notes gather before one statement writes them all. */
+const KEY_USE_WRITE_DELAY_MS = 1_000;
 
 export function createCoreServices(config: Config, logger: Logger, db: Db, solanaUrl: string): CoreServices {
   const rpc = createRpcClient(solanaUrl);
@@ -71,6 +77,11 @@ export function createCoreServices(config: Config, logger: Logger, db: Db, solan
       });
     return bootstrapped;
   };
+  const apiKeyUses = createKeyUseNotes(db, {
+    delayMs: KEY_USE_WRITE_DELAY_MS,
+    onError: (err, keys) =>
+      logger.warn({ err, keys }, `could not write ${keys} API key last-use time(s); trying again`),
+  });
   return {
     rpc,
     watcher,
@@ -78,7 +89,8 @@ export function createCoreServices(config: Config, logger: Logger, db: Db, solan
     // A key of its own for cursor MACs, derived so the master key itself never signs anything public.
     cursorSecret: createHmac('sha256', masterKey).update('ledgerfeed:history-cursor:v1').digest('hex'),
     accounts: createAccountStore(db),
-    apiKeys: createApiKeyStore(db),
+    apiKeys: createApiKeyStore(db, apiKeyUses),
+    apiKeyUses,
     follows: createFollowStore(db),
     ledger: createLedgerStore(db),
     wallets: createWalletProvisioner({ keystore }),

@@ -2,8 +2,13 @@ import { sql } from 'kysely';
 import type { Scope } from '../../domain/auth/api-key.js';
 import type { ApiKeyInfo, ApiKeyStore } from '../../domain/auth/api-keys.service.js';
 import type { Db } from './db.js';
+import type { KeyUseNotes } from './key-use-notes.js';
 
-export function createApiKeyStore(db: Db): ApiKeyStore {
+/**
+ * Keys in Postgres. Last-use notes go through `useNotes` (written in the background, in batches);
+ * `list` writes the notes taken so far before it reads, so an owner sees the use that just happened.
+ */
+export function createApiKeyStore(db: Db, useNotes: KeyUseNotes): ApiKeyStore {
   return {
     insertWithinLimit: (accountId, key, max) =>
       db.transaction().execute(async (trx) => {
@@ -28,44 +33,18 @@ export function createApiKeyStore(db: Db): ApiKeyStore {
           .executeTakeFirstOrThrow();
         return toInfo(row);
       }),
-    find: async (id) => {
-      const row = await db
-        .selectFrom('api_keys')
-        .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
-        .select([
-          'api_keys.id',
-          'api_keys.account_id',
-          'api_keys.key_hash',
-          'api_keys.scopes',
-          'api_keys.created_at',
-          'api_keys.last_used_at',
-          'api_keys.revoked_at',
-          'accounts.role',
-          'accounts.handle',
-          'accounts.wallet_address',
-        ])
-        .where('api_keys.id', '=', id)
-        .executeTakeFirst();
+    find: findApiKeyOn(db),
+    list: async (accountId) => {
+      await useNotes.flush();
       return (
-        row && {
-          ...toInfo(row),
-          accountId: row.account_id,
-          hash: row.key_hash,
-          accountRole: row.role,
-          accountHandle: row.handle,
-          accountWallet: row.wallet_address,
-        }
-      );
-    },
-    list: async (accountId) =>
-      (
         await db
           .selectFrom('api_keys')
           .select(['id', 'scopes', 'created_at', 'last_used_at', 'revoked_at'])
           .where('account_id', '=', accountId)
           .orderBy('created_at')
           .execute()
-      ).map(toInfo),
+      ).map(toInfo);
+    },
     revoke: async (id, accountId, at) => {
       let query = db
         .updateTable('api_keys')
@@ -76,9 +55,40 @@ export function createApiKeyStore(db: Db): ApiKeyStore {
       const result = await query.executeTakeFirst();
       return result.numUpdatedRows > 0n;
     },
-    touch: async (id, at) => {
-      await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
-    },
+    noteUse: (id, at) => useNotes.note(id, at),
+  };
+}
+
+/** A key with its account's role, handle and wallet, on whichever pool `db` is (the API's read pool). */
+export function findApiKeyOn(db: Db): ApiKeyStore['find'] {
+  return async (id) => {
+    const row = await db
+      .selectFrom('api_keys')
+      .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+      .select([
+        'api_keys.id',
+        'api_keys.account_id',
+        'api_keys.key_hash',
+        'api_keys.scopes',
+        'api_keys.created_at',
+        'api_keys.last_used_at',
+        'api_keys.revoked_at',
+        'accounts.role',
+        'accounts.handle',
+        'accounts.wallet_address',
+      ])
+      .where('api_keys.id', '=', id)
+      .executeTakeFirst();
+    return (
+      row && {
+        ...toInfo(row),
+        accountId: row.account_id,
+        hash: row.key_hash,
+        accountRole: row.role,
+        accountHandle: row.handle,
+        accountWallet: row.wallet_address,
+      }
+    );
   };
 }
 

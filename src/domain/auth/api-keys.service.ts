@@ -32,10 +32,15 @@ export interface ApiKeyStore {
   ): Promise<ApiKeyInfo | 'limit'>;
   /** The key with its account's role and handle, revoked or not. */
   find(id: string): Promise<StoredApiKey | undefined>;
+  /** The account's keys; their last-use times include every use noted before the call. */
   list(accountId: string): Promise<ApiKeyInfo[]>;
   /** Revokes the key if it belongs to `accountId` (any account when null); false when none matched. */
   revoke(id: string, accountId: string | null, at: Date): Promise<boolean>;
-  touch(id: string, at: Date): Promise<void>;
+  /**
+   * Notes that the key was used at `at`. It may be written later, with other keys' notes: a
+   * request never waits for it (nor fails with it).
+   */
+  noteUse(id: string, at: Date): void;
 }
 
 /** Who is calling: the account behind a valid key, and what that key may do. */
@@ -138,7 +143,7 @@ export async function authenticate(store: ApiKeyStore, authorization: string | u
     throw new AppError('unauthorized', 'Invalid API key');
   }
   const now = Date.now();
-  if (lastTouched.shouldTouch(stored.id, now)) await store.touch(stored.id, new Date(now));
+  if (lastTouched.shouldTouch(stored.id, now)) store.noteUse(stored.id, new Date(now));
   return {
     accountId: stored.accountId,
     handle: stored.accountHandle,

@@ -35,7 +35,8 @@ test('notes are written together after the delay, never earlier than asked, neve
   const first = await newKey('notes_first');
   const second = await newKey('notes_second');
   const errors: unknown[] = [];
-  const notes = createKeyUseNotes(env.app.db, { delayMs: 300, onError: (err) => errors.push(err) });
+  // Long enough that the reads below surely come before the write, on a busy CI machine too.
+  const notes = createKeyUseNotes(env.app.db, { delayMs: 1_000, onError: (err) => errors.push(err) });
   const t1 = new Date('2026-11-25T10:00:00.000Z');
   const t2 = new Date('2026-11-25T10:00:05.000Z');
   notes.note(first.id, t1);
@@ -43,8 +44,7 @@ test('notes are written together after the delay, never earlier than asked, neve
   notes.note(first.id, t2);
   notes.note(first.id, t1); // an older note of the same key does not win
   expect(await lastUsedAt(first.id)).toBeNull();
-  await sleep(800);
-  expect(await lastUsedAt(first.id)).toEqual(t2);
+  await expect.poll(() => lastUsedAt(first.id), { timeout: 5_000 }).toEqual(t2);
   expect(await lastUsedAt(second.id)).toEqual(t1);
 
   // A note older than the stored time (another process wrote a newer one) leaves it.

@@ -14,7 +14,9 @@ export type { QueueProcessor } from './queue-workers.js';
 
 /**
  * The worker role: BullMQ Workers for every registered queue (one each unless it asks for more
- * fetchers), sharing one command connection; BullMQ gives each its own blocking connection.
+ * fetchers), sharing one command connection; BullMQ gives each its own blocking connection. A queue
+ * that asks for threads (`thread.count` > 0: payments, PAYMENT_THREADS) is served from worker
+ * threads instead (queue-thread.ts), each with clients of its own, and stopped in the same step.
  * The write-path issues register their processors (payments, payouts, events) in `processors`.
  */
 export async function startWorkerRole(app: App, processors: readonly QueueProcessor[]): Promise<RunningRole> {

@@ -60,13 +60,16 @@ test('a request does not wait for its key note, and the owner sees it in the key
   // Every write connection held: the note cannot be written, yet authentication answers.
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
+  let started = 0;
   const held = Array.from({ length: 20 }, () =>
     env.app.db.transaction().execute(async () => {
+      started++;
       await gate;
     }),
   );
   try {
-    await sleep(100);
+    // Every connection of the write pool (20) is in a transaction before the key is used.
+    await expect.poll(() => started, { timeout: 5_000 }).toBe(20);
     const viewer = await Promise.race([
       authenticate(env.app.apiKeys, `Bearer ${key}`),
       sleep(3_000).then(() => Promise.reject(new Error('authentication waited for its note'))),

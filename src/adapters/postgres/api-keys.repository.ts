@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Scope } from '../../domain/auth/api-key.js';
 import type { ApiKeyInfo, ApiKeyStore } from '../../domain/auth/api-keys.service.js';
+import { compiledQuery } from './compiled-queries.js';
 import type { Db } from './db.js';
 import type { KeyUseNotes } from './key-use-notes.js';
 
@@ -59,26 +60,30 @@ export function createApiKeyStore(db: Db, useNotes: KeyUseNotes): ApiKeyStore {
   };
 }
 
+/** Compiled once (compiled-queries.ts): every request with a key the cache does not hold runs it. */
+const keyById = compiledQuery((db, v: { id: string }) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+    .select([
+      'api_keys.id',
+      'api_keys.account_id',
+      'api_keys.key_hash',
+      'api_keys.scopes',
+      'api_keys.created_at',
+      'api_keys.last_used_at',
+      'api_keys.revoked_at',
+      'accounts.role',
+      'accounts.handle',
+      'accounts.wallet_address',
+    ])
+    .where('api_keys.id', '=', v.id),
+);
+
 /** A key with its account's role, handle and wallet, on whichever pool `db` is (the API's read pool). */
 export function findApiKeyOn(db: Db): ApiKeyStore['find'] {
   return async (id) => {
-    const row = await db
-      .selectFrom('api_keys')
-      .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
-      .select([
-        'api_keys.id',
-        'api_keys.account_id',
-        'api_keys.key_hash',
-        'api_keys.scopes',
-        'api_keys.created_at',
-        'api_keys.last_used_at',
-        'api_keys.revoked_at',
-        'accounts.role',
-        'accounts.handle',
-        'accounts.wallet_address',
-      ])
-      .where('api_keys.id', '=', id)
-      .executeTakeFirst();
+    const [row] = await keyById(db, { id });
     return (
       row && {
         ...toInfo(row),

@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { PostReadStore, PostView, TimelineRow } from '../../domain/posts/post-read-model.js';
 import type { PostType } from '../../domain/posts/post-rules.js';
+import { compiledQuery } from './compiled-queries.js';
 import type { Db } from './db.js';
 
 /**
@@ -12,25 +13,37 @@ import type { Db } from './db.js';
  * (lists, single reads, counts); `failed` on its own row says so. Pending payments are shown: the
  * payer's dollar already left, and nearly all of them land.
  */
-export function createPostReadStore(db: Db): PostReadStore {
-  const posts = () =>
-    db
-      .selectFrom('posts as p')
-      .innerJoin('accounts as a', 'a.id', 'p.author_id')
-      .where(shown('p'))
-      .select(postColumns());
+/** A page of shown posts with their authors: what every post read selects from. */
+const posts = (db: Db) =>
+  db
+    .selectFrom('posts as p')
+    .innerJoin('accounts as a', 'a.id', 'p.author_id')
+    .where(shown('p'))
+    .select(postColumns());
 
+// The feed's statements, compiled once (compiled-queries.ts): they are what a read cache miss runs.
+// Newest first walks posts_latest_shown (created_at DESC, id DESC) WHERE NOT failed: the first
+// page and every later one read `limit` index entries and `limit` authors by primary key.
+const newest = (db: Db) => posts(db).orderBy('p.created_at', 'desc').orderBy('p.id', 'desc');
+const latestFirst = compiledQuery((db, v: { limit: number }) => newest(db).limit(v.limit));
+const latestAfter = compiledQuery((db, v: { limit: number; at: string; id: string }) =>
+  newest(db)
+    .where(sql<boolean>`(p.created_at, p.id) < (${v.at}::timestamptz, ${v.id}::uuid)`)
+    .limit(v.limit),
+);
+const byIds = compiledQuery((db, v: { ids: readonly string[] }) =>
+  posts(db).where('p.id', '=', sql<string>`ANY(${v.ids}::uuid[])`),
+);
+
+export function createPostReadStore(db: Db): PostReadStore {
   return {
     byIds: async (ids) => {
       if (ids.length === 0) return [];
-      const rows = await posts()
-        .where('p.id', '=', sql<string>`ANY(${[...ids]}::uuid[])`)
-        .execute();
-      return rows.map(toView);
+      return (await byIds(db, { ids: [...ids] })).map(toView);
     },
 
     withContext: async (id) => {
-      const rows = await posts()
+      const rows = await posts(db)
         .where(
           'p.id',
           'in',
@@ -41,17 +54,11 @@ export function createPostReadStore(db: Db): PostReadStore {
       return rows.map(toView);
     },
 
-    latest: async ({ limit, after }) => {
-      // Walks posts_latest_shown (created_at DESC, id DESC) WHERE NOT failed: the first page and
-      // every later one read `limit` index entries and `limit` authors by primary key.
-      let query = posts().orderBy('p.created_at', 'desc').orderBy('p.id', 'desc').limit(limit);
-      if (after) {
-        query = query.where(
-          sql<boolean>`(p.created_at, p.id) < (${after.at}::timestamptz, ${after.id}::uuid)`,
-        );
-      }
-      return (await query.execute()).map(toView);
-    },
+    latest: async ({ limit, after }) =>
+      (after
+        ? await latestAfter(db, { limit, at: after.at, id: after.id })
+        : await latestFirst(db, { limit })
+      ).map(toView),
 
     timeline: async (accountId, { limit, after }) => {
       // The account's shown posts and its shown reposts of shown posts, each branch walking its
@@ -78,7 +85,7 @@ export function createPostReadStore(db: Db): PostReadStore {
             ORDER BY r.created_at DESC, r.id DESC
             LIMIT ${limit}))
         SELECT e.entry_id, e.at, e.is_repost, ${exactText(sql.ref('e.at'))} AS at_exact,
-               p.id, p.type, p.content, p.parent_id, p.quoted_post_id, p.created_at,
+               p.id, p.type, p.content, p.parent_id, p.quoted_post_id,
                ${exactText(sql.ref('p.created_at'))} AS created_at_exact,
                p.like_count, p.reply_count, p.quote_count, p.repost_count,
                a.id AS author_id, a.handle, a.display_name, a.avatar_url, a.wallet_address
@@ -97,7 +104,7 @@ export function createPostReadStore(db: Db): PostReadStore {
 
     replies: async (parentId, { limit, after }) => {
       // Oldest first: a thread reads in the order it was written.
-      let query = posts()
+      let query = posts(db)
         .where('p.parent_id', '=', parentId)
         .orderBy('p.created_at', 'asc')
         .orderBy('p.id', 'asc')
@@ -134,7 +141,6 @@ function postColumns() {
     'p.content',
     'p.parent_id',
     'p.quoted_post_id',
-    'p.created_at',
     exactText(sql.ref('p.created_at')).as('created_at_exact'),
     'p.like_count',
     'p.reply_count',
@@ -168,7 +174,6 @@ interface PostRow {
   content: string;
   parent_id: string | null;
   quoted_post_id: string | null;
-  created_at: Date;
   created_at_exact: string;
   like_count: number;
   reply_count: number;
@@ -188,7 +193,9 @@ function toView(row: PostRow): PostView {
     content: row.content,
     parentId: row.parent_id,
     quotedPostId: row.quoted_post_id,
-    createdAt: row.created_at,
+    // From the exact text rather than a second column: V8 reads ISO 8601 itself, 2.5 times faster
+    // than pg's parser reads Postgres's text, and to the same millisecond (truncated).
+    createdAt: new Date(row.created_at_exact),
     createdAtExact: row.created_at_exact,
     likeCount: row.like_count,
     replyCount: row.reply_count,

@@ -4,15 +4,6 @@ import type { PostType } from '../../domain/posts/post-rules.js';
 import { compiledQuery } from './compiled-queries.js';
 import type { Db } from './db.js';
 
-/**
- * The read path's SQL. Every method is one statement: the page of posts joined to their authors,
- * with the counts stored on each post row (schema/postgres/2026_11_24_f_stored_counters.ts), so a
- * page costs one statement whatever its size, and a popular post costs what any post costs.
- *
- * A post, reply or repost whose payment failed on chain was refunded: it is left out everywhere
- * (lists, single reads, counts); `failed` on its own row says so. Pending payments are shown: the
- * payer's dollar already left, and nearly all of them land.
- */
 /** A page of shown posts with their authors: what every post read selects from. */
 const posts = (db: Db) =>
   db
@@ -35,11 +26,20 @@ const byIds = compiledQuery((db, v: { ids: readonly string[] }) =>
   posts(db).where('p.id', '=', sql<string>`ANY(${v.ids}::uuid[])`),
 );
 
+/**
+ * The read path's SQL. Every method is one statement: the page of posts joined to their authors,
+ * with the counts stored on each post row (schema/postgres/2026_11_24_f_stored_counters.ts), so a
+ * page costs one statement whatever its size, and a popular post costs what any post costs.
+ *
+ * A post, reply or repost whose payment failed on chain was refunded: it is left out everywhere
+ * (lists, single reads, counts); `failed` on its own row says so. Pending payments are shown: the
+ * payer's dollar already left, and nearly all of them land.
+ */
 export function createPostReadStore(db: Db): PostReadStore {
   return {
     byIds: async (ids) => {
       if (ids.length === 0) return [];
-      return (await byIds(db, { ids: [...ids] })).map(toView);
+      return (await byIds(db, { ids })).map(toView);
     },
 
     withContext: async (id) => {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRateLimiter } from '../src/adapters/redis/rate-limiter.js';
 import { createFeedFront, type FeedFront } from '../src/api/rest/feed-front.js';
 import { createFeedPages, type FeedPages } from '../src/api/rest/feed-pages.js';
+import { lookupIdOf } from '../src/domain/auth/api-key.js';
 import type { ApiDeps } from '../src/app/api-deps.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 
@@ -145,6 +146,20 @@ describe('a kept page', () => {
     }
     expect((await get(port, path, invalid)).status).toBe(401);
     expect(JSON.parse((await get(port, path, auth(noRead))).body)).toMatchObject({ error: 'forbidden' });
+  });
+
+  test('a key revoked while its row is held in memory is refused at once (401)', async () => {
+    await pages.get(pages.page(BASE, { sort: 'latest' }), undefined);
+    const path = '/api/v1/feed?sort=latest';
+    const leaving = await h.member('front_leaving', 0n, ['read']);
+    expect((await get(port, path, auth(leaving))).status).toBe(200);
+    // The row is held now (the first answer looked it up): this answer comes from memory.
+    expect(h.env.app.apiKeys.findNow?.(lookupIdOf(leaving.key)!)).toBeDefined();
+    expect((await get(port, path, auth(leaving))).status).toBe(200);
+    expect(await h.env.app.apiKeys.revoke(lookupIdOf(leaving.key)!, null, new Date())).toBe(true);
+    const refused = await get(port, path, auth(leaving));
+    expect(refused.status).toBe(401);
+    expect(JSON.parse(refused.body)).toMatchObject({ error: 'unauthorized' });
   });
 
   test('a viewer who wrote since the page was computed gets a page computed after the write', async () => {

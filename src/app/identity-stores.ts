@@ -8,7 +8,7 @@ import {
   type ChangeKey,
   type ChangeSignals,
 } from './change-signals.js';
-import { createReadCache, READ_STALE_MS } from './read-cache.js';
+import { createReadCache, READ_STALE_MS, type DependencyTracker } from './read-cache.js';
 
 const KEY_CACHE_MAX_ENTRIES = 10_000;
 
@@ -33,15 +33,18 @@ export function cachedApiKeyStore(store: ApiKeyStore, signals: ChangeSignals, tt
     expiredMs: READ_STALE_MS,
     refresh: 'background',
   });
+  const lookUp = (id: string) => async (track: DependencyTracker) => {
+    track.reads('identity');
+    const key = await store.find(id);
+    if (!key) track.keepNot();
+    return key;
+  };
   return {
     ...store,
-    find: (id) =>
-      found.get(id, async (track) => {
-        track.reads('identity');
-        const key = await store.find(id);
-        if (!key) track.keepNot();
-        return key;
-      }),
+    find: (id) => found.get(id, lookUp(id)),
+    // No viewer: a key row is the same for everyone. A row past its time-to-live is still answered
+    // within READ_STALE_MS while one lookup refreshes it, as find() does.
+    findNow: (id) => found.answerNow(id, undefined, lookUp(id)),
     revoke: async (id, accountId, at) => {
       const revoked = await store.revoke(id, accountId, at);
       found.delete(id);

@@ -49,6 +49,11 @@ export interface RateLimiter {
    * a hit themselves with a clearer error.
    */
   consume(bucket: RateLimitBucket, subject: string, cost?: number): Promise<RateLimitDecision>;
+  /**
+   * Whether hits of `bucket` are counted at all (false when RATE_LIMIT_MULTIPLIER is 0: consume()
+   * would answer `disabled`): an answer given from memory skips the call when they are not.
+   */
+  counts(bucket: RateLimitBucket): boolean;
 }
 
 export interface RateLimiterOptions {
@@ -163,6 +168,7 @@ export function createRateLimiter(redis: Redis, options: RateLimiterOptions): Ra
   let hits = 0;
 
   return {
+    counts: (bucket) => effectiveLimit(bucket, options.multiplier) !== null,
     async consume(bucket, subject, cost = 1) {
       if (!Number.isSafeInteger(cost) || cost < 1) {
         throw new RangeError(`rate limit cost must be a positive whole number, got ${cost}`);

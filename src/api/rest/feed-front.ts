@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { authenticate, requireScope } from '../../domain/auth/api-keys.service.js';
+import { authenticate, authenticateNow, requireScope } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { toErrorResponse } from '../error-response.js';
@@ -51,6 +51,50 @@ export interface FeedFront {
 export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
   let closed = false;
 
+  const send = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    headers: Record<string, string>,
+    body: Buffer,
+    started: number,
+  ): void => {
+    headers['content-type'] = JSON_TYPE;
+    headers['content-length'] = String(body.length);
+    res.writeHead(status, headers);
+    res.end(body);
+    recordRequest(deps, deps.logger, {
+      method: 'GET',
+      url: req.url ?? FEED_ROUTE,
+      route: FEED_ROUTE,
+      status,
+      elapsedMs: performance.now() - started,
+    });
+  };
+
+  /**
+   * The answer when everything it needs is in memory: the key's row (authenticateNow), a page this
+   * viewer may be given now, and no rate limit to count (counting is a Redis round trip). Nothing
+   * is awaited, so a hit costs no promise and no turn of the microtask queue: under load this path
+   * answered 15-25 % more requests a second than the awaited one (docs/read-path.md). Anything
+   * else, errors included, is answer()'s.
+   */
+  const answerFromMemory = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    page: FeedPage,
+    authorization: string,
+    started: number,
+  ): boolean => {
+    if (deps.rateLimiter.counts('read')) return false;
+    const viewer = authenticateNow(deps.apiKeys, authorization);
+    if (!viewer?.scopes.has('read')) return false;
+    const body = pages.answerNow(page, viewer.accountId);
+    if (!body) return false;
+    send(req, res, 200, {}, body, started);
+    return true;
+  };
+
   const answer = async (
     req: IncomingMessage,
     res: ServerResponse,
@@ -75,17 +119,7 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
         headers['retry-after'] = String(error.details.retryAfterSeconds);
       }
     }
-    headers['content-type'] = JSON_TYPE;
-    headers['content-length'] = String(body.length);
-    res.writeHead(status, headers);
-    res.end(body);
-    recordRequest(deps, deps.logger, {
-      method: 'GET',
-      url: req.url ?? FEED_ROUTE,
-      route: FEED_ROUTE,
-      status,
-      elapsedMs: performance.now() - started,
-    });
+    send(req, res, status, headers, body, started);
   };
 
   return {
@@ -105,6 +139,13 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
       const page = pages.page(`${protocolOf(req)}://${host}`, query);
       if (!pages.has(page)) return false;
       const started = performance.now();
+      try {
+        if (answerFromMemory(req, res, page, authorization, started)) return true;
+      } catch (error) {
+        // Not expected (nothing on that path does I/O); the awaited path answers, or the error shows.
+        deps.logger.error({ err: error }, 'feed answer from memory failed');
+        if (res.headersSent) return true;
+      }
       answer(req, res, page, authorization, started).catch((error: unknown) => {
         // Only writing the answer can fail here (the connection went away).
         deps.logger.warn({ err: error }, 'feed answer not sent');

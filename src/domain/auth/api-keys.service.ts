@@ -32,6 +32,11 @@ export interface ApiKeyStore {
   ): Promise<ApiKeyInfo | 'limit'>;
   /** The key with its account's role and handle, revoked or not. */
   find(id: string): Promise<StoredApiKey | undefined>;
+  /**
+   * What find() would answer, when a store that keeps keys in memory may answer it without a
+   * lookup; undefined when it may not (not held, or held past what may be answered): call find().
+   */
+  findNow?(id: string): StoredApiKey | undefined;
   /** The account's keys; their last-use times include every use noted before the call. */
   list(accountId: string): Promise<ApiKeyInfo[]>;
   /** Revokes the key if it belongs to `accountId` (any account when null); false when none matched. */
@@ -135,24 +140,57 @@ const verified = createVerifiedKeys(VERIFIED_MAX_ENTRIES);
 export async function authenticate(store: ApiKeyStore, authorization: string | undefined): Promise<Viewer> {
   if (!authorization)
     throw new AppError('unauthorized', 'Missing API key: send Authorization: Bearer <API_KEY>');
-  const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
-  const key = match?.[1];
+  const presented = bearerKey(authorization);
+  const stored = presented ? await store.find(presented.id) : undefined;
+  const viewer = presented && stored && viewerOf(store, presented.key, stored);
+  if (!viewer) throw new AppError('unauthorized', 'Invalid API key');
+  return viewer;
+}
+
+/**
+ * authenticate() without waiting, for answers given from memory (the kept feed pages): the Viewer
+ * when the key's row is held in memory (ApiKeyStore.findNow) and the key is valid; undefined
+ * otherwise, and authenticate() decides (looking the row up, answering a bad key's error). The
+ * same checks in the same order: only the lookup's wait is left out.
+ */
+export function authenticateNow(store: ApiKeyStore, authorization: string | undefined): Viewer | undefined {
+  const presented = authorization ? bearerKey(authorization) : undefined;
+  const stored = presented && store.findNow?.(presented.id);
+  return (presented && stored && viewerOf(store, presented.key, stored)) || undefined;
+}
+
+/** The key of `Bearer <key>` and the id to look it up by; undefined when it is not one. */
+function bearerKey(authorization: string): { key: string; id: string } | undefined {
+  const key = /^Bearer\s+(\S+)$/i.exec(authorization.trim())?.[1];
   const id = key ? lookupIdOf(key) : undefined;
-  const stored = id ? await store.find(id) : undefined;
-  if (!key || !stored || stored.revokedAt || !verified.matches(key, stored.hash)) {
-    throw new AppError('unauthorized', 'Invalid API key');
-  }
+  return key && id ? { key, id } : undefined;
+}
+
+/**
+ * The Viewer of a presented key and its stored row, or undefined when the key is revoked or is not
+ * the one the row was made from. One Viewer per stored row: a cached row serves thousands of
+ * requests a second, and a Viewer is never changed after it is made.
+ */
+function viewerOf(store: ApiKeyStore, key: string, stored: StoredApiKey): Viewer | undefined {
+  if (stored.revokedAt || !verified.matches(key, stored.hash)) return undefined;
   const now = Date.now();
   if (lastTouched.shouldTouch(stored.id, now)) store.noteUse(stored.id, new Date(now));
-  return {
-    accountId: stored.accountId,
-    handle: stored.accountHandle,
-    walletAddress: stored.accountWallet,
-    role: stored.accountRole,
-    keyId: stored.id,
-    scopes: new Set(stored.scopes),
-  };
+  let viewer = viewers.get(stored);
+  if (!viewer) {
+    viewer = {
+      accountId: stored.accountId,
+      handle: stored.accountHandle,
+      walletAddress: stored.accountWallet,
+      role: stored.accountRole,
+      keyId: stored.id,
+      scopes: new Set(stored.scopes),
+    };
+    viewers.set(stored, viewer);
+  }
+  return viewer;
 }
+
+const viewers = new WeakMap<StoredApiKey, Viewer>();
 
 /** 403 unless the key carries `scope`. */
 export function requireScope(viewer: Viewer, scope: Scope): void {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { authenticate, authenticateNow } from '../../domain/auth/api-keys.service.js';
+import { authenticate } from '../../domain/auth/api-keys.service.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { clientSubject } from '../client-subject.js';
 import { headersInto, protocolOf, viaProxy } from '../front-request.js';
@@ -58,10 +58,7 @@ export function createGraphqlFront(deps: ApiDeps, answers: GraphqlResponseCache)
     let viewer: string | undefined;
     if (headers.authorization) {
       try {
-        viewer = (
-          authenticateNow(deps.apiKeys, headers.authorization) ??
-          (await authenticate(deps.apiKeys, headers.authorization))
-        ).accountId;
+        viewer = (await authenticate(deps.apiKeys, headers.authorization)).accountId;
       } catch {
         return handOver(req, res, body); // Yoga answers the bad key
       }

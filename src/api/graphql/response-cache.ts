@@ -130,9 +130,7 @@ export async function spendAsExecuted(
   sink: HeaderSink,
 ): Promise<boolean> {
   try {
-    for (const { bucket, cost } of answer.spent) {
-      if (deps.rateLimiter.counts(bucket)) await spend(deps, sink, bucket, subject, cost);
-    }
+    for (const { bucket, cost } of answer.spent) await spend(deps, sink, bucket, subject, cost);
     return true;
   } catch {
     return false;

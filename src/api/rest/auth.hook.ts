@@ -2,12 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { spend } from '../rate-limit-spend.js';
 import { clientSubject } from '../client-subject.js';
 import type { Scope } from '../../domain/auth/api-key.js';
-import {
-  authenticate,
-  authenticateNow,
-  requireScope,
-  type Viewer,
-} from '../../domain/auth/api-keys.service.js';
+import { authenticate, requireScope, type Viewer } from '../../domain/auth/api-keys.service.js';
 import type { RateLimitBucket } from '../../domain/rate-limits/rate-limit-policy.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 
@@ -33,13 +28,10 @@ export function createAuthHook(deps: ApiDeps) {
     const { scope, bucket } = request.routeOptions.config;
     let subject = clientSubject(request.ip);
     if (scope) {
-      // The key row held in memory needs no wait (authenticateNow); anything else is looked up.
-      const { authorization } = request.headers;
-      request.viewer =
-        authenticateNow(deps.apiKeys, authorization) ?? (await authenticate(deps.apiKeys, authorization));
+      request.viewer = await authenticate(deps.apiKeys, request.headers.authorization);
       requireScope(request.viewer, scope);
       subject = request.viewer.accountId;
     }
-    if (bucket && deps.rateLimiter.counts(bucket)) await spend(deps, reply, bucket, subject);
+    if (bucket) await spend(deps, reply, bucket, subject);
   };
 }

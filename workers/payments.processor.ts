@@ -2,14 +2,16 @@ import {
   PAYMENTS_QUEUE,
   paymentBackoffStrategy,
   type PaymentJob,
-  type SentProgress,
+  type PaymentSignalPublisher,
 } from '../src/adapters/redis/payments-queue.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import type { WritePathDeps } from '../src/app/write-path/write-path-deps.js';
 import type { QueueProcessor } from './queue-workers.js';
 
 /** The payments queue's processor, on the main event loop or in a thread of its own (payments.thread.ts). */
-export function paymentsProcessor(deps: WritePathDeps): QueueProcessor {
+export function paymentsProcessor(
+  deps: WritePathDeps & { signalPayment: PaymentSignalPublisher },
+): QueueProcessor {
   return {
     queue: PAYMENTS_QUEUE,
     // Settling is mostly waiting on the chain (~0.5 s to confirmed on 400 ms slots), and one
@@ -18,11 +20,16 @@ export function paymentsProcessor(deps: WritePathDeps): QueueProcessor {
     // Each paid write hands its payment over here while its client waits: with one fetch loop,
     // pickup took ~18 ms of a post's ~90 ms at 300 posts/s; four loops took ~10 ms.
     fetchers: 4,
-    // The 'sent' progress event is what the paying request waits for (see awaitPayment).
-    process: (job) =>
-      settlePayment(deps, (job.data as PaymentJob).chainTransactionId, {
-        onSent: (signature) => job.updateProgress({ stage: 'sent', signature } satisfies SentProgress),
-      }),
+    // The 'sent' signal is what the paying request waits for, 'done' what one that missed it
+    // (a retry of a finished job) hears; the outbox row has the outcome before either goes out.
+    process: async (job) => {
+      const jobId = job.id!;
+      const status = await settlePayment(deps, (job.data as PaymentJob).chainTransactionId, {
+        onSent: (signature) => deps.signalPayment(jobId, { kind: 'sent', signature }),
+      });
+      await deps.signalPayment(jobId, { kind: 'done' });
+      return status;
+    },
     // Retries wait 0.5 s doubling up to 60 s, never longer (paymentRetryDelayMs).
     backoffStrategy: paymentBackoffStrategy,
     // A worker killed mid-job holds the job's lock until it expires: short locks (renewed every

@@ -2,6 +2,7 @@ import { workerData } from 'node:worker_threads';
 import { createDb } from '../src/adapters/postgres/index.js';
 import { createRedis } from '../src/adapters/redis/index.js';
 import { createLiveEvents } from '../src/adapters/redis/live-events.js';
+import { paymentSignalPublisher } from '../src/adapters/redis/payments-queue.js';
 import { publishChange, type ChangeKey } from '../src/app/change-signals.js';
 import { createCoreServices } from '../src/app/core-services.js';
 import { paymentsProcessor } from './payments.processor.js';
@@ -34,7 +35,12 @@ const changes = {
 await core.bootstrapChain();
 const connection = createRedis(data.redisUrl, 'worker');
 const workers = startQueueWorkers(
-  paymentsProcessor({ ...core, db, changes }),
+  paymentsProcessor({
+    ...core,
+    db,
+    changes,
+    signalPayment: paymentSignalPublisher(publisher, config.REDIS_PREFIX),
+  }),
   connection,
   config.REDIS_PREFIX,
   logger,

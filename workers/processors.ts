@@ -3,6 +3,7 @@ import {
   scheduleCreatorFundEpochs,
   unscheduleCreatorFundEpochs,
 } from '../src/adapters/redis/creator-fund-queue.js';
+import { paymentSignalPublisher } from '../src/adapters/redis/payments-queue.js';
 import type { App } from '../src/app/app.js';
 import { runDueEpochs } from '../src/app/creator-fund/run-epoch.js';
 import { paymentsProcessor } from './payments.processor.js';
@@ -12,7 +13,10 @@ import type { QueueProcessor } from './worker.role.js';
 export function processorsFor(app: App): QueueProcessor[] {
   return [
     {
-      ...paymentsProcessor(app),
+      ...paymentsProcessor({
+        ...app,
+        signalPayment: paymentSignalPublisher(app.redis, app.config.REDIS_PREFIX),
+      }),
       // Settling in threads of its own (payments.thread.ts builds the same processor there), so
       // that a paid write's BullMQ round trips, signing and status polls leave the API's event loop
       // to the reads; PAYMENT_THREADS=0 keeps them here.

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { createRedis } from './redis.js';
+import { gatheredPublisher } from './gathered-publish.js';
 
 /**
  * Live events (GraphQL subscriptions) over Redis pub/sub, so an event published by one API process
@@ -12,7 +13,10 @@ import { createRedis } from './redis.js';
  * Subscribers should treat an event as "look again", not as the state itself.
  */
 export interface LiveEvents {
-  /** Publishes to every process's subscribers of `topic`. Resolves once Redis took the message. */
+  /**
+   * Publishes to every process's subscribers of `topic`, gathered with the publishes of the next
+   * few milliseconds into one pipeline (gathered-publish.ts). Resolves once Redis took the message.
+   */
   publish(topic: string, payload: unknown): Promise<void>;
   /**
    * Events of `topic` from now on, until the iterator's `return()` (a `for await` that breaks, or
@@ -47,6 +51,7 @@ export function createLiveEvents(options: {
   onBadMessage?: (channel: string, error: unknown) => void;
 }): LiveEvents {
   const channelOf = (topic: string) => `${options.prefix}:live:${topic}`;
+  const gathered = gatheredPublisher(options.publisher);
   const listeners = new Map<string, Set<Listener>>();
   /** Pending SUBSCRIBE per channel, so a second local listener waits on the same one. */
   const subscribed = new Map<string, Promise<void>>();
@@ -104,9 +109,7 @@ export function createLiveEvents(options: {
   const ends = new Set<() => void>();
 
   return {
-    publish: async (topic, payload) => {
-      await options.publisher.publish(channelOf(topic), JSON.stringify(payload));
-    },
+    publish: (topic, payload) => gathered.publish(channelOf(topic), JSON.stringify(payload)),
 
     subscribe: <T>(topic: string): LiveSubscription<T> => {
       const channel = channelOf(topic);
@@ -174,6 +177,7 @@ export function createLiveEvents(options: {
     close: async () => {
       if (closed) return;
       closed = true;
+      await gathered.flush().catch(() => {}); // each publisher heard of its own failure
       for (const end of [...ends]) end();
       if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect());
     },

@@ -1,4 +1,5 @@
-import { Queue, QueueEvents, type BackoffStrategy, type Job } from 'bullmq';
+import { Queue, type BackoffStrategy, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { createRedis } from './redis.js';
 
 export const PAYMENTS_QUEUE = 'payments';
@@ -48,22 +49,45 @@ export interface PaymentJob {
 
 /**
  * What a waiting request hears about a payment job: the cluster executed it (with the signature
- * that landed), the job finished (the outbox row says how), or the job already existed when it was
- * enqueued (its events may be past: the outbox row says where it is).
+ * that landed), the job's run ended (the outbox row says how), or nothing within the wait.
  */
-export type PaymentSignal =
-  { kind: 'sent'; signature: string } | { kind: 'done' } | { kind: 'duplicated' } | { kind: 'timeout' };
+export type PaymentSignal = { kind: 'sent'; signature: string } | { kind: 'done' } | { kind: 'timeout' };
+
+/** What the payments worker tells the waiting requests (see paymentSignalPublisher). */
+export type PublishedPaymentSignal = Exclude<PaymentSignal, { kind: 'timeout' }>;
+
+/** Publishes a payment job's signal to every process that may be waiting on it. */
+export type PaymentSignalPublisher = (jobId: string, signal: PublishedPaymentSignal) => Promise<void>;
 
 /** How long close() lets BullMQ finish its work with Redis before it drops the connections. */
 const CLOSE_GRACE_MS = 3_000;
 
-/** The progress a payments job reports once the cluster executed its transaction. */
-export interface SentProgress {
-  stage: 'sent';
-  signature: string;
+/** The pub/sub channel of payment signals, one per deployment (REDIS_PREFIX). */
+const signalChannel = (prefix: string) => `${prefix}:payments:signals`;
+
+/**
+ * The payments worker's side of the signals: one PUBLISH per signal on `redis` (any connection
+ * that is not subscribed). Pub/sub delivers at most once; a waiter that hears nothing reads the
+ * outbox row (awaitPayment), which is the truth either way.
+ *
+ * Why not BullMQ's QueueEvents: it reads the queue's event stream, about seven events per job
+ * (added, waiting, active, progress, completed, ...) in every API process with XREAD after XREAD:
+ * at 100 paid posts a second that was two Redis round trips and seven parsed events per post on
+ * the API's event loop, which the feed reads share. A signal is one message per outcome.
+ */
+export function paymentSignalPublisher(redis: Redis, prefix: string): PaymentSignalPublisher {
+  const channel = signalChannel(prefix);
+  return async (jobId, signal) => {
+    await redis.publish(channel, JSON.stringify({ jobId, ...signal }));
+  };
 }
 
 export interface PaymentWait {
+  /**
+   * Resolves once this process listens to the signals (the first wait subscribes; later ones find
+   * it done): a signal published after that reaches the wait.
+   */
+  readonly listening: Promise<void>;
   readonly signal: Promise<PaymentSignal>;
   /** Stops waiting (the caller learnt the outcome elsewhere). */
   cancel(): void;
@@ -86,9 +110,9 @@ export interface PaymentsQueue {
    */
   resubmit(chainTransactionId: string): Promise<Resubmitted>;
   /**
-   * Starts listening for the job's progress ('sent') or completion, for at most `timeoutMs`. It
-   * listens from the moment it is called: a caller checks the stored state after calling it, so
-   * a signal sent just before is never missed.
+   * Starts listening for the job's signal ('sent' or 'done'), for at most `timeoutMs`. Once
+   * `listening` resolved, a signal published later is heard (at most once: a caller that hears
+   * nothing reads the stored state).
    */
   waitFor(jobId: string, timeoutMs: number): PaymentWait;
   close(): Promise<void>;
@@ -96,23 +120,28 @@ export interface PaymentsQueue {
 
 export function createPaymentsQueue(redisUrl: string, prefix: string): PaymentsQueue {
   const connection = createRedis(redisUrl, 'client');
-  const eventsConnection = createRedis(redisUrl, 'worker');
   const queue = new Queue<PaymentJob>(PAYMENTS_QUEUE, { connection, prefix });
-  const events = new QueueEvents(PAYMENTS_QUEUE, { connection: eventsConnection, prefix });
-  // One listener per event kind dispatching by job id: hundreds of requests wait at once, and a
-  // listener each would make every event walk all of them.
-  const waiters = new Map<string, Set<(signal: PaymentSignal) => void>>();
-  const notify = (jobId: string, signal: PaymentSignal) => {
-    for (const wake of waiters.get(jobId) ?? []) wake(signal);
-  };
-  events.on('progress', ({ jobId, data }) => {
-    const progress = data as Partial<SentProgress> | null;
-    if (progress?.stage === 'sent' && typeof progress.signature === 'string') {
-      notify(jobId, { kind: 'sent', signature: progress.signature });
+  // A subscribed connection can do nothing else: one of its own, subscribed at the first wait.
+  const subscriber = createRedis(redisUrl, 'client');
+  const channel = signalChannel(prefix);
+  let subscribed: Promise<void> | undefined;
+  const listen = (): Promise<void> => {
+    if (!subscribed) {
+      // ioredis subscribes again by itself after a reconnect; a failed SUBSCRIBE is tried again
+      // by the next wait.
+      subscribed = subscriber.subscribe(channel).then(() => undefined);
+      subscribed.catch(() => (subscribed = undefined));
     }
+    return subscribed;
+  };
+  // One listener dispatching by job id: hundreds of requests wait at once.
+  const waiters = new Map<string, Set<(signal: PaymentSignal) => void>>();
+  subscriber.on('message', (from: string, message: string) => {
+    if (from !== channel) return;
+    const signal = parseSignal(message);
+    if (!signal) return;
+    for (const wake of waiters.get(signal.jobId) ?? []) wake(signal.signal);
   });
-  events.on('completed', ({ jobId }) => notify(jobId, { kind: 'done' }));
-  events.on('duplicated', ({ jobId }) => notify(jobId, { kind: 'duplicated' }));
   const jobIdOf = (chainTransactionId: string) => `pay-${chainTransactionId}`;
   const enqueue = (chainTransactionId: string) =>
     queue.add(
@@ -169,7 +198,10 @@ export function createPaymentsQueue(redisUrl: string, prefix: string): PaymentsQ
       };
       const timer = setTimeout(() => onSignal({ kind: 'timeout' }), timeoutMs);
       listeners.add(onSignal);
+      const listening = listen();
+      listening.catch(() => {}); // the caller awaits it; unobserved, a failure must not crash
       return {
+        listening,
         signal,
         cancel: () => {
           stop();
@@ -181,16 +213,28 @@ export function createPaymentsQueue(redisUrl: string, prefix: string): PaymentsQ
       // A Redis that hangs would hold a graceful close forever: past a few seconds, cut it.
       let timer: NodeJS.Timeout | undefined;
       const cut = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)));
-      const graceful = (async () => {
-        await events.close();
-        await queue.close();
-      })();
+      const graceful = queue.close();
       await Promise.race([graceful.catch(() => {}), cut]);
       clearTimeout(timer);
       connection.disconnect();
-      eventsConnection.disconnect();
+      subscriber.disconnect();
     },
   };
+}
+
+/** A signal as paymentSignalPublisher sent it; anything else (another writer's junk) is dropped. */
+function parseSignal(message: string): { jobId: string; signal: PublishedPaymentSignal } | undefined {
+  let parsed: { jobId?: unknown; kind?: unknown; signature?: unknown };
+  try {
+    parsed = JSON.parse(message) as typeof parsed;
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed.jobId !== 'string') return undefined;
+  if (parsed.kind === 'done') return { jobId: parsed.jobId, signal: { kind: 'done' } };
+  if (parsed.kind === 'sent' && typeof parsed.signature === 'string')
+    return { jobId: parsed.jobId, signal: { kind: 'sent', signature: parsed.signature } };
+  return undefined;
 }
 
 function isCapped(backoff: number | { type?: string }): boolean {

@@ -49,9 +49,9 @@ export const FOLLOW_GRACE_MS = 2_000;
  * client's retry would pay a second time. The one error left is a payment that failed on chain
  * and was refunded: nothing was charged, so the client may retry.
  *
- * The wait starts before the job is added, so a new job's events cannot be missed and the row
- * needs no read on the common path. A job that already existed (a retry) may be past its events:
- * then the row is read, under a second wait started before the read.
+ * The wait listens before the job is added, so a new job's signal cannot be missed and the row
+ * needs no read on the common path. A job that already existed (a retry) may be past its signals,
+ * and pub/sub may drop one: with no signal after RECHECK_AFTER_MS the row is read.
  */
 export async function awaitPayment(
   deps: AwaitPaymentDeps,
@@ -88,28 +88,48 @@ export async function awaitPayment(
   return { settled: row.status === 'signed' ? 'pending' : row.status, swapTx: row.signature };
 }
 
+/**
+ * With no signal this long after the enqueue, the row is read (and again at twice the pause, and
+ * so on, until the wait ends): a job that existed before the enqueue (a retry, a sweep) may be past
+ * its signals, and pub/sub drops what a reconnecting subscriber misses. On the localnet a payment
+ * signals within tens of milliseconds, so these reads are for the rare payment that needs them.
+ */
+export const RECHECK_AFTER_MS = 250;
+
 /** Enqueues the row's job, waits for its signal, and says where the row is. */
 async function follow(deps: AwaitPaymentDeps, chainTransactionId: string) {
   const jobId = deps.payments.jobIdOf(chainTransactionId);
-  let wait = deps.payments.waitFor(jobId, deps.writeTimeoutMs);
-  await deps.payments.enqueue(chainTransactionId).catch((error: unknown) => {
+  const wait = deps.payments.waitFor(jobId, deps.writeTimeoutMs);
+  try {
+    // Listening before the enqueue: a new job's signals cannot be missed.
+    await wait.listening;
+    await deps.payments.enqueue(chainTransactionId);
+  } catch (error) {
     wait.cancel();
     throw error;
-  });
-  let signal = await wait.signal;
-  if (signal.kind === 'duplicated') {
-    wait = deps.payments.waitFor(jobId, deps.writeTimeoutMs);
-    const stored = await outboxRow(deps, chainTransactionId).catch((error: unknown) => {
-      wait.cancel();
-      throw error;
-    });
-    if (stored.status === 'signed') signal = await wait.signal;
-    else wait.cancel();
   }
-  // 'sent' carries what a read would find; anything else: the row says how it ended.
-  return signal.kind === 'sent'
-    ? { status: 'sent' as const, signature: signal.signature }
-    : await outboxRow(deps, chainTransactionId);
+  let pause = RECHECK_AFTER_MS;
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const recheck = new Promise<'recheck'>((resolve) => (timer = setTimeout(resolve, pause, 'recheck')));
+    const signal = await Promise.race([wait.signal, recheck]).finally(() => clearTimeout(timer));
+    if (signal === 'recheck') {
+      const stored = await outboxRow(deps, chainTransactionId).catch((error: unknown) => {
+        wait.cancel();
+        throw error;
+      });
+      if (stored.status === 'signed') {
+        pause *= 2;
+        continue;
+      }
+      wait.cancel();
+      return stored;
+    }
+    // 'sent' carries what a read would find; 'done' or the end of the wait: the row says.
+    return signal.kind === 'sent'
+      ? { status: 'sent' as const, signature: signal.signature }
+      : await outboxRow(deps, chainTransactionId);
+  }
 }
 
 function outboxRow(deps: WritePathDeps, chainTransactionId: string) {

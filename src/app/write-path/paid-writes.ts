@@ -12,7 +12,9 @@ import { sendUsdc, type CreatedSend } from './send-usdc.js';
 /**
  * The write use cases as the transports call them, one call each: the write committed, the wait
  * for its payment (up to WRITE_TIMEOUT_MS), and the live update published once it is committed.
- * REST and GraphQL only map their wire format to these and the result (or AppError) back.
+ * REST and GraphQL only map their wire format to these and the result (or AppError) back. The
+ * answer does not wait for the live update: it is best effort (a failure is logged) and gathered
+ * with the publishes of the next milliseconds (gathered-publish.ts).
  */
 export type PaidWriteDeps = AwaitPaymentDeps & LiveUpdatesDeps;
 
@@ -40,7 +42,7 @@ export async function publishPost(
   idempotency?: IdempotencyClaim,
 ): Promise<Paid<CreatedPost>> {
   const post = await paid(deps, await createPaidPost(deps, authorId, input, idempotency));
-  await postWritten(deps, post);
+  void postWritten(deps, post);
   return post;
 }
 
@@ -52,7 +54,7 @@ export async function publishRepost(
   idempotency?: IdempotencyClaim,
 ): Promise<Paid<CreatedRepost>> {
   const repost = await paid(deps, await repostPost(deps, accountId, postId, idempotency));
-  await postCountsChanged(deps, repost.repostOf);
+  void postCountsChanged(deps, repost.repostOf);
   return repost;
 }
 
@@ -74,6 +76,6 @@ export async function likePost(
   liked: boolean,
 ): Promise<LikeState> {
   const state = await setLike(deps, accountId, postId, liked);
-  if (state.changed) await postCountsChanged(deps, state.postId);
+  if (state.changed) void postCountsChanged(deps, state.postId);
   return { liked: state.liked, likeCount: state.likeCount };
 }

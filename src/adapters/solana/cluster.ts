@@ -33,6 +33,12 @@ export interface RpcPacing {
   processedPollMs: number;
   /** HTTP requests per second at most; 0 for no cap. */
   maxRequestsPerSecond: number;
+  /**
+   * The node executes a transaction as it receives it (our embedded localnet), so the statuses
+   * asked in the same request as the send already say `processed` (see the signature watcher's
+   * lookOnSend). A real validator lands it in a later slot: there the look would find nothing.
+   */
+  lookOnSend: boolean;
 }
 
 /**
@@ -50,6 +56,7 @@ export function rpcPacingFor(
     pollMs,
     processedPollMs: Math.min(pollMs, ours ? 10 : 400),
     maxRequestsPerSecond: overrides.maxRequestsPerSecond ?? (ours ? 0 : 8),
+    lookOnSend: cluster === 'localnet',
   };
 }
 

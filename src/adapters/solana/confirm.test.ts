@@ -325,3 +325,69 @@ describe('the shared signature watcher', () => {
     }
   });
 });
+
+describe('the look on send (lookOnSend: a node that executes on receipt)', () => {
+  const options = { skipPreflight: false, preflightCommitment: 'confirmed' } as const;
+
+  test('the send asks the statuses in its own request, and the watch after it settles from that answer', async () => {
+    const watcher = createSignatureWatcher(rpc, { resend: false, lookOnSend: true });
+    try {
+      peer.scripts.set('L1', [at('processed', null, 7)]);
+      expect(await watcher.send(tx('L1'), options)).toBeNull();
+      await expect(watcher.watch(tx('L1'), 'processed')).resolves.toEqual({
+        ok: true,
+        signature: 'L1',
+        slot: 7,
+      });
+      // One HTTP request in all: the send and its look; no status poll of the watch's own.
+      expect(peer.requests).toEqual([['sendTransaction', 'getSignatureStatuses']]);
+    } finally {
+      watcher.close();
+    }
+  });
+
+  test('a look that found a failure settles the watch as a poll would; one that found nothing leaves it to the polls', async () => {
+    const watcher = createSignatureWatcher(rpc, { resend: false, lookOnSend: true });
+    try {
+      const err = { InstructionError: [0, { Custom: 1 }] };
+      peer.scripts.set('BAD', [at('processed', err)]);
+      peer.scripts.set('LATE', [null, at('processed')]);
+      await Promise.all([watcher.send(tx('BAD'), options), watcher.send(tx('LATE'), options)]);
+      expect(peer.requests).toEqual([['sendTransaction', 'sendTransaction', 'getSignatureStatuses']]);
+      const bad = await watcher.watch(tx('BAD'), 'processed');
+      expect(bad.ok).toBe(false);
+      expect(peer.requests).toHaveLength(1);
+      await expect(watcher.watch(tx('LATE'), 'processed')).resolves.toMatchObject({ ok: true });
+      expect(peer.requests.slice(1).flat()).toContain('getSignatureStatuses');
+    } finally {
+      watcher.close();
+    }
+  });
+
+  test('a look short of the commitment waited for counts for nothing: the watch polls', async () => {
+    const watcher = createSignatureWatcher(rpc, { resend: false, pollMs: 50, lookOnSend: true });
+    try {
+      peer.scripts.set('C', [at('processed'), at('confirmed')]);
+      await watcher.send(tx('C'), options);
+      await expect(watcher.watch(tx('C'), 'confirmed')).resolves.toMatchObject({ ok: true, signature: 'C' });
+      expect(peer.requests.length).toBeGreaterThan(1);
+    } finally {
+      watcher.close();
+    }
+  });
+
+  test('off by default, and tune turns it on once the cluster is known', async () => {
+    const watcher = createSignatureWatcher(rpc, { resend: false });
+    try {
+      peer.scripts.set('D1', [at('processed')]);
+      peer.scripts.set('D2', [at('processed')]);
+      await watcher.send(tx('D1'), options);
+      expect(peer.requests).toEqual([['sendTransaction']]);
+      watcher.tune({ pollMs: 100, processedPollMs: 10, lookOnSend: true });
+      await watcher.send(tx('D2'), options);
+      expect(peer.requests[1]).toEqual(['sendTransaction', 'getSignatureStatuses']);
+    } finally {
+      watcher.close();
+    }
+  });
+});

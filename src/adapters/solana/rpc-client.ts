@@ -155,11 +155,7 @@ export function createRpcClient(url: string, { timeoutMs = 10_000 }: RpcClientOp
     const answers = await Promise.all(
       chunks.map(async (chunk) => {
         const answer = await call<unknown>('getSignatureStatuses', [chunk, config]);
-        const value = isRecord(answer) ? answer['value'] : undefined;
-        if (!Array.isArray(value) || value.length !== chunk.length) {
-          throw malformed('getSignatureStatuses', 'value is not an array of one entry per signature');
-        }
-        return value.map(readStatus);
+        return readStatuses(answer, chunk.length);
       }),
     );
     return answers.flat();
@@ -217,6 +213,18 @@ function readResponse(body: unknown, what: string): BatchItem<unknown> {
   }
   if (!('result' in body)) return { error: malformed(what, 'response has neither result nor error') };
   return { result: body['result'] };
+}
+
+/**
+ * The statuses of a getSignatureStatuses answer asked for `count` signatures (a call's result, or
+ * one entry of a batch): one per signature, null where the node has not seen it.
+ */
+export function readStatuses(answer: unknown, count: number): Array<SignatureStatus | null> {
+  const value = isRecord(answer) ? answer['value'] : undefined;
+  if (!Array.isArray(value) || value.length !== count) {
+    throw malformed('getSignatureStatuses', 'value is not an array of one entry per signature');
+  }
+  return value.map(readStatus);
 }
 
 function readStatus(entry: unknown): SignatureStatus | null {

@@ -5,13 +5,25 @@ import { createRpcClient } from './rpc-client.js';
 
 describe('rpcPacingFor', () => {
   test('our validators are polled fast and uncapped; public ones once a second under 8 requests/s', () => {
-    expect(rpcPacingFor('localnet')).toEqual({ pollMs: 100, processedPollMs: 10, maxRequestsPerSecond: 0 });
+    expect(rpcPacingFor('localnet')).toEqual({
+      pollMs: 100,
+      processedPollMs: 10,
+      maxRequestsPerSecond: 0,
+      lookOnSend: true,
+    });
+    // A validator we run lands transactions in its slots, as public ones do: no look on send.
     expect(rpcPacingFor('local-validator')).toEqual({
       pollMs: 100,
       processedPollMs: 10,
       maxRequestsPerSecond: 0,
+      lookOnSend: false,
     });
-    expect(rpcPacingFor('devnet')).toEqual({ pollMs: 1_000, processedPollMs: 400, maxRequestsPerSecond: 8 });
+    expect(rpcPacingFor('devnet')).toEqual({
+      pollMs: 1_000,
+      processedPollMs: 400,
+      maxRequestsPerSecond: 8,
+      lookOnSend: false,
+    });
     expect(rpcPacingFor('testnet').maxRequestsPerSecond).toBe(8);
   });
 
@@ -20,6 +32,7 @@ describe('rpcPacingFor', () => {
       pollMs: 250,
       processedPollMs: 250,
       maxRequestsPerSecond: 0,
+      lookOnSend: false,
     });
     expect(rpcPacingFor('localnet', { pollMs: 50 }).processedPollMs).toBe(10);
   });

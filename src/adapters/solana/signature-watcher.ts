@@ -1,7 +1,10 @@
 import { ChainError, classifyRpcFailure } from './chain-errors.js';
 import {
   MAX_SIGNATURES_PER_STATUS_CALL,
+  readStatuses,
+  type BatchItem,
   type Commitment,
+  type RpcCall,
   type RpcClient,
   type SendOptions,
   type SignatureStatus,
@@ -56,6 +59,12 @@ export interface WatcherOptions {
   readonly resend?: boolean;
   /** Between two re-sends of one transaction, in ms. @defaultValue 2_000 */
   readonly resendMs?: number;
+  /**
+   * Ask for the statuses of a first send in the same batched request (see RpcPacing.lookOnSend):
+   * a watch that follows the send settles from that answer when it reached the watch's commitment,
+   * with no status poll of its own. @defaultValue false
+   */
+  readonly lookOnSend?: boolean;
 }
 
 export interface SignatureWatcher {
@@ -75,7 +84,7 @@ export interface SignatureWatcher {
    * Changes the poll intervals of a running watcher: the cluster's defaults are known only once
    * the bootstrap has read its genesis hash (a public RPC rate-limits a 10 ms poll).
    */
-  tune(intervals: { pollMs: number; processedPollMs: number }): void;
+  tune(intervals: { pollMs: number; processedPollMs: number; lookOnSend?: boolean }): void;
   /** Settles every watch still open with an `rpc_unavailable` failure and stops polling. */
   close(): void;
 }
@@ -88,6 +97,13 @@ const TRANSIENT_FAILURE_GRACE_MS = 15_000;
 const MAX_SEND_BATCH_BYTES = 40_000;
 /** JSON-RPC envelope around one base64 transaction in a batch, in bytes (generous). */
 const SEND_CALL_OVERHEAD_BYTES = 160;
+/** A base58 signature in a getSignatureStatuses call, quotes and comma included (generous). */
+const STATUS_CALL_BYTES_PER_SIGNATURE = 92;
+/**
+ * Statuses a send's own request answered, kept for the watch that follows the send. A send whose
+ * watch never comes (its caller failed between the two) leaves one; past this many they are dropped.
+ */
+const MAX_LOOKED_ON_SEND = 10_000;
 
 const RANK: Readonly<Record<Commitment, number>> = { processed: 0, confirmed: 1, finalized: 2 };
 
@@ -101,7 +117,7 @@ interface Watch {
 }
 
 export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions = {}): SignatureWatcher {
-  let { pollMs = 100, processedPollMs = 10 } = options;
+  let { pollMs = 100, processedPollMs = 10, lookOnSend = false } = options;
   const { firstLookMs = 1, resend = true, resendMs = 2_000 } = options;
   const watches = new Set<Watch>();
   let polling = false;
@@ -129,6 +145,8 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
       hurry = shorten;
     });
   const urgent = (watch: Watch) => watch.commitment === 'processed';
+  /** By signature: what the send's own request saw right after the send (lookOnSend). */
+  const lookedOnSend = new Map<string, SignatureStatus>();
 
   const outgoing = new Map<
     string,
@@ -137,12 +155,21 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
   const sendBatch = (key: string, options: SendOptions) => {
     const batch = outgoing.get(key) ?? [];
     outgoing.delete(key);
-    sendWires(
+    sendAndLook(
       rpc,
       batch.map((b) => b.item),
       options,
+      lookOnSend,
     ).then(
-      (errors) => batch.forEach((b, k) => b.done(errors[k] ?? null)),
+      (sent) =>
+        batch.forEach((b, k) => {
+          const status = sent[k]?.status;
+          if (status) {
+            if (lookedOnSend.size >= MAX_LOOKED_ON_SEND) lookedOnSend.clear();
+            lookedOnSend.set(b.item.signature, status);
+          }
+          b.done(sent[k]?.error ?? null);
+        }),
       (error: unknown) => {
         const chainError =
           error instanceof ChainError
@@ -160,16 +187,7 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
   /** A landed transaction counts once its status reaches the watch's commitment, failures included. */
   const settleStatus = (watch: Watch, status: SignatureStatus) => {
     if (RANK[status.confirmationStatus] < RANK[watch.commitment]) return;
-    const { signature } = watch.item;
-    finish(
-      watch,
-      status.err === null
-        ? { ok: true, signature, slot: status.slot }
-        : failure(
-            watch.item,
-            classifyRpcFailure({ source: 'status', err: status.err }, `transaction ${signature}`),
-          ),
-    );
+    finish(watch, outcomeOf(watch.item, status));
   };
 
   /** Last look, history-wide, before calling watches expired: anything found there is settled normally. */
@@ -272,11 +290,19 @@ export function createSignatureWatcher(rpc: RpcClient, options: WatcherOptions =
   return {
     tune: (intervals) => {
       ({ pollMs, processedPollMs } = intervals);
+      lookOnSend = intervals.lookOnSend ?? lookOnSend;
     },
     watch: (item, commitment) =>
       new Promise<ConfirmOutcome>((settle) => {
         if (closed) {
           settle(failure(item, new ChainError('rpc_unavailable', 'the signature watcher is closed')));
+          return;
+        }
+        // What the send's own request saw counts as this watch's first look (used once).
+        const looked = lookedOnSend.get(item.signature);
+        lookedOnSend.delete(item.signature);
+        if (looked && RANK[looked.confirmationStatus] >= RANK[commitment]) {
+          settle(outcomeOf(item, looked));
           return;
         }
         const watch: Watch = { item, commitment, settle, lastSentAt: Date.now(), looked: false };
@@ -322,6 +348,14 @@ function failure(item: SignedForSend, error: ChainError): ConfirmOutcome {
   return { ok: false, signature: item.signature, error };
 }
 
+/** A landed transaction's outcome: ok, or the failure its status carries. */
+function outcomeOf(item: SignedForSend, status: SignatureStatus): ConfirmOutcome {
+  const { signature } = item;
+  return status.err === null
+    ? { ok: true, signature, slot: status.slot }
+    : failure(item, classifyRpcFailure({ source: 'status', err: status.err }, `transaction ${signature}`));
+}
+
 /**
  * Sends every wire, grouping them into batches under the request body limit. Returns one entry per
  * item: null when the node accepted it, else the ChainError of that item (or of its whole batch).
@@ -331,12 +365,39 @@ export async function sendWires(
   items: readonly SignedForSend[],
   options: SendOptions,
 ): Promise<Array<ChainError | null>> {
+  return (await sendAndLook(rpc, items, options, false)).map((sent) => sent.error);
+}
+
+/** One item of sendAndLook: its send's error (null: accepted) and what the look saw of it. */
+interface Sent {
+  error: ChainError | null;
+  /** Its status right after the send (null: not seen); undefined when not asked or not answered. */
+  status?: SignatureStatus | null;
+}
+
+/**
+ * sendWires, and with `look` each batch also asks getSignatureStatuses for its signatures after
+ * its sends, in the same request: a node that handles a batch in order and executes on receipt
+ * answers `processed` there. The look is a hint only: a failed or malformed one is ignored.
+ */
+async function sendAndLook(
+  rpc: RpcClient,
+  items: readonly SignedForSend[],
+  options: SendOptions,
+  look: boolean,
+): Promise<Sent[]> {
   const groups: SignedForSend[][] = [];
   let group: SignedForSend[] = [];
   let bytes = 0;
   for (const item of items) {
-    const size = Math.ceil(item.wire.length / 3) * 4 + SEND_CALL_OVERHEAD_BYTES;
-    if (group.length > 0 && bytes + size > MAX_SEND_BATCH_BYTES) {
+    const size =
+      Math.ceil(item.wire.length / 3) * 4 +
+      SEND_CALL_OVERHEAD_BYTES +
+      (look ? STATUS_CALL_BYTES_PER_SIGNATURE : 0);
+    if (
+      group.length > 0 &&
+      (bytes + size > MAX_SEND_BATCH_BYTES || group.length >= MAX_SIGNATURES_PER_STATUS_CALL)
+    ) {
       groups.push(group);
       group = [];
       bytes = 0;
@@ -348,24 +409,49 @@ export async function sendWires(
 
   const config = { encoding: 'base64', ...options };
   const answers = await Promise.all(
-    groups.map(async (members): Promise<Array<ChainError | null>> => {
+    groups.map(async (members): Promise<Sent[]> => {
       try {
         const [only] = members;
-        if (only && members.length === 1) {
+        if (only && members.length === 1 && !look) {
           await rpc.sendTransaction(only.wire, options);
-          return [null];
+          return [{ error: null }];
         }
-        const results = await rpc.batch<string>(
-          members.map((m) => ({ method: 'sendTransaction', params: [m.wire.toString('base64'), config] })),
-        );
-        return results.map((r) => ('error' in r ? r.error : null));
+        const calls: RpcCall[] = members.map((m) => ({
+          method: 'sendTransaction',
+          params: [m.wire.toString('base64'), config],
+        }));
+        if (look) {
+          calls.push({
+            method: 'getSignatureStatuses',
+            params: [members.map((m) => m.signature), { searchTransactionHistory: false }],
+          });
+        }
+        const results = await rpc.batch<unknown>(calls);
+        const statuses = look ? lookedStatuses(results[members.length], members.length) : undefined;
+        return members.map((_, k) => {
+          const result = results[k];
+          return { error: result && 'error' in result ? result.error : null, status: statuses?.[k] };
+        });
       } catch (error) {
         if (!(error instanceof ChainError)) throw error;
-        return members.map(() => error);
+        return members.map(() => ({ error }));
       }
     }),
   );
   return answers.flat();
+}
+
+/** The statuses a batch's look answered, or undefined when it failed or made no sense. */
+function lookedStatuses(
+  answer: BatchItem<unknown> | undefined,
+  count: number,
+): Array<SignatureStatus | null> | undefined {
+  if (!answer || 'error' in answer) return undefined;
+  try {
+    return readStatuses(answer.result, count);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Preflight of a transaction that already landed: it is on chain, so wait for its status. */

@@ -20,8 +20,9 @@ export function paymentsProcessor(
     // Each paid write hands its payment over here while its client waits: with one fetch loop,
     // pickup took ~18 ms of a post's ~90 ms at 300 posts/s; four loops took ~10 ms.
     fetchers: 4,
-    // The 'sent' signal is what the paying request waits for, 'done' what one that missed it
-    // (a retry of a finished job) hears; the outbox row has the outcome before either goes out.
+    // The 'sent' signal is what the paying request waits for; 'done' wakes one whose payment
+    // ended without it (failed on chain, or past 'sent' when this run began). The outbox row has
+    // the outcome before either goes out.
     process: async (job) => {
       const jobId = job.id!;
       const status = await settlePayment(deps, (job.data as PaymentJob).chainTransactionId, {

@@ -49,10 +49,6 @@ class Connection {
     this.socket.on('close', () => end());
   }
 
-  get busy(): boolean {
-    return this.current !== undefined;
-  }
-
   exchange(exchange: Exchange): void {
     this.current = exchange;
     this.socket.write(exchange.request);

@@ -1,8 +1,11 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createPaymentsQueue } from '../src/adapters/redis/payments-queue.js';
 import { createRedis } from '../src/adapters/redis/index.js';
-import type { PaymentsQueue } from '../src/adapters/redis/payments-queue.js';
+import {
+  createPaymentsQueue,
+  PAYMENT_SIGNALS_TOPIC,
+  type PaymentsQueue,
+} from '../src/adapters/redis/payments-queue.js';
 import { awaitPayment, FOLLOW_GRACE_MS, RECHECK_AFTER_MS } from '../src/app/write-path/await-payment.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
@@ -53,7 +56,7 @@ test('a paid write hears its payment through one pub/sub signal, not by reading 
   /** This test's payments' signals, as `kind jobId`; other tests' payments may still be signalling. */
   const signals = () =>
     named('publish')
-      .filter((args) => args[1] === `${prefix}:payments:signals`)
+      .filter((args) => args[1] === `${prefix}:live:${PAYMENT_SIGNALS_TOPIC}`)
       .map((args) => JSON.parse(args[2]!) as { jobId: string; kind: string })
       .filter((signal) => jobIds.includes(signal.jobId))
       .map((signal) => `${signal.kind} ${signal.jobId}`);
@@ -125,7 +128,8 @@ async function silentServer(): Promise<{ url: string; close(): Promise<void> }> 
 
 test('a committed payment whose enqueue hangs answers pending with its swap_tx in bounded time; the sweeper settles it', async () => {
   const hung = await silentServer();
-  const queue = createPaymentsQueue(hung.url, h.env.app.config.REDIS_PREFIX);
+  // Its queue on the hung Redis; the signals on the app's own live events, which answer.
+  const queue = createPaymentsQueue(hung.url, h.env.app.config.REDIS_PREFIX, h.env.app.liveEvents);
   try {
     const writeTimeoutMs = 1_000;
     const deps = { ...h.env.app, payments: queue, writeTimeoutMs };

@@ -80,7 +80,11 @@ const balance = async () => (await settledMoney(env.app, accountId)).availableMi
  * file still runs against the live Redis, as a healthy worker would.
  */
 async function serverWithoutQueue(): Promise<{ server: FastifyInstance; base: string }> {
-  const refusing = createPaymentsQueue(env.app.stack.redis.url, env.app.config.REDIS_PREFIX);
+  const refusing = createPaymentsQueue(
+    env.app.stack.redis.url,
+    env.app.config.REDIS_PREFIX,
+    env.app.liveEvents,
+  );
   await refusing.close();
   await expect(refusing.enqueue('00000000-0000-0000-0000-000000000000')).rejects.toThrow();
   const server = await buildServer({ ...env.app, payments: refusing });

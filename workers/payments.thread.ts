@@ -22,7 +22,8 @@ const logger = parentLogger(config);
 const db = createDb(data.postgresUrl, { max: 10 });
 const core = createCoreServices(config, logger, db, data.solanaUrl);
 const publisher = createRedis(data.redisUrl, 'client');
-// Publishes only: the read caches to tell live in the API's event loop (and in other processes).
+// Publishes only: the read caches to tell live in the API's event loop (and in other processes),
+// and the payment signals the paying requests wait for.
 const liveEvents = createLiveEvents({ url: data.redisUrl, prefix: config.REDIS_PREFIX, publisher });
 const changes = {
   changed: (...keys: ChangeKey[]) => {
@@ -39,7 +40,7 @@ const workers = startQueueWorkers(
     ...core,
     db,
     changes,
-    signalPayment: paymentSignalPublisher(publisher, config.REDIS_PREFIX),
+    signalPayment: paymentSignalPublisher(liveEvents),
   }),
   connection,
   config.REDIS_PREFIX,

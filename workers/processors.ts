@@ -15,7 +15,7 @@ export function processorsFor(app: App): QueueProcessor[] {
     {
       ...paymentsProcessor({
         ...app,
-        signalPayment: paymentSignalPublisher(app.redis, app.config.REDIS_PREFIX),
+        signalPayment: paymentSignalPublisher(app.liveEvents),
       }),
       // Settling in threads of its own (payments.thread.ts builds the same processor there), so
       // that a paid write's BullMQ round trips, signing and status polls leave the API's event loop

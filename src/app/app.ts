@@ -70,14 +70,15 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     : unconfiguredClickHouse(config.CLICKHOUSE_DATABASE);
   const metrics = createMetrics();
   const core = createCoreServices(config, logger, db, stack.solana.url);
-  const payments = createPaymentsQueue(stack.redis.url, config.REDIS_PREFIX);
-  // Its subscriber connection opens on the first GraphQL subscription: workers never open it.
+  // Its subscriber connection opens on the first GraphQL subscription or paid write: workers never
+  // open it.
   const liveEvents = createLiveEvents({
     url: stack.redis.url,
     prefix: config.REDIS_PREFIX,
     publisher: redis,
     onBadMessage: (channel, err) => logger.warn({ err, channel }, 'live event is not JSON; dropped'),
   });
+  const payments = createPaymentsQueue(stack.redis.url, config.REDIS_PREFIX, liveEvents);
   const changes = createChangeSignals(liveEvents, logger);
   const creatorFundJobs = queueJobCounter(redis, config.REDIS_PREFIX, CREATOR_FUND_QUEUE);
   metrics.watchQueue('payments', () => payments.queue.getJobCounts(...QUEUE_STATES));

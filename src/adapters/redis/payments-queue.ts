@@ -1,5 +1,5 @@
 import { Queue, type BackoffStrategy, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { LiveEvents, LiveSubscription } from './live-events.js';
 import { createRedis } from './redis.js';
 
 export const PAYMENTS_QUEUE = 'payments';
@@ -62,24 +62,22 @@ export type PaymentSignalPublisher = (jobId: string, signal: PublishedPaymentSig
 /** How long close() lets BullMQ finish its work with Redis before it drops the connections. */
 const CLOSE_GRACE_MS = 3_000;
 
-/** The pub/sub channel of payment signals, one per deployment (REDIS_PREFIX). */
-const signalChannel = (prefix: string) => `${prefix}:payments:signals`;
+/** The live-events topic of payment signals: channel `${REDIS_PREFIX}:live:payment-signals`. */
+export const PAYMENT_SIGNALS_TOPIC = 'payment-signals';
 
 /**
- * The payments worker's side of the signals: one PUBLISH per signal on `redis` (any connection
- * that is not subscribed). Pub/sub delivers at most once; a waiter that hears nothing reads the
- * outbox row (awaitPayment), which is the truth either way.
+ * The payments worker's side of the signals: one live event per signal (live-events.ts, so it
+ * leaves with that process's other publishes of the same few milliseconds). Pub/sub delivers at
+ * most once; a waiter that hears nothing reads the outbox row (awaitPayment), which is the truth
+ * either way.
  *
- * Why not BullMQ's QueueEvents: it reads the queue's event stream, about seven events per job
- * (added, waiting, active, progress, completed, ...) in every API process with XREAD after XREAD:
- * at 100 paid posts a second that was two Redis round trips and seven parsed events per post on
+ * Why not BullMQ's QueueEvents: it reads the queue's event stream, every event of every job
+ * (added, waiting, active, progress, completed) in every API process with XREAD after XREAD: at
+ * 100 paid posts a second that was about two Redis round trips per post and every event parsed, on
  * the API's event loop, which the feed reads share. A signal is one message per outcome.
  */
-export function paymentSignalPublisher(redis: Redis, prefix: string): PaymentSignalPublisher {
-  const channel = signalChannel(prefix);
-  return async (jobId, signal) => {
-    await redis.publish(channel, JSON.stringify({ jobId, ...signal }));
-  };
+export function paymentSignalPublisher(liveEvents: Pick<LiveEvents, 'publish'>): PaymentSignalPublisher {
+  return (jobId, signal) => liveEvents.publish(PAYMENT_SIGNALS_TOPIC, { jobId, ...signal });
 }
 
 export interface PaymentWait {
@@ -118,30 +116,36 @@ export interface PaymentsQueue {
   close(): Promise<void>;
 }
 
-export function createPaymentsQueue(redisUrl: string, prefix: string): PaymentsQueue {
+/**
+ * The API's side of the payments queue. `liveEvents` (the process's own, whose subscriber
+ * connection it shares) carries the workers' signals to the waiting requests.
+ */
+export function createPaymentsQueue(redisUrl: string, prefix: string, liveEvents: LiveEvents): PaymentsQueue {
   const connection = createRedis(redisUrl, 'client');
   const queue = new Queue<PaymentJob>(PAYMENTS_QUEUE, { connection, prefix });
-  // A subscribed connection can do nothing else: one of its own, subscribed at the first wait.
-  const subscriber = createRedis(redisUrl, 'client');
-  const channel = signalChannel(prefix);
-  let subscribed: Promise<void> | undefined;
-  const listen = (): Promise<void> => {
-    if (!subscribed) {
-      // ioredis subscribes again by itself after a reconnect; a failed SUBSCRIBE is tried again
-      // by the next wait.
-      subscribed = subscriber.subscribe(channel).then(() => undefined);
-      subscribed.catch(() => (subscribed = undefined));
-    }
-    return subscribed;
-  };
   // One listener dispatching by job id: hundreds of requests wait at once.
   const waiters = new Map<string, Set<(signal: PaymentSignal) => void>>();
-  subscriber.on('message', (from: string, message: string) => {
-    if (from !== channel) return;
-    const signal = parseSignal(message);
-    if (!signal) return;
-    for (const wake of waiters.get(signal.jobId) ?? []) wake(signal.signal);
-  });
+  // One subscription for the process, taken at the first wait and read for as long as it lasts.
+  let signals: LiveSubscription<unknown> | undefined;
+  const listen = (): Promise<void> => {
+    if (!signals) {
+      const subscription = liveEvents.subscribe<unknown>(PAYMENT_SIGNALS_TOPIC);
+      signals = subscription;
+      void (async () => {
+        try {
+          for await (const payload of subscription) {
+            const signal = readSignal(payload);
+            if (signal) for (const wake of waiters.get(signal.jobId) ?? []) wake(signal.signal);
+          }
+        } catch {
+          // A failed SUBSCRIBE ends this subscription; the next wait takes a new one.
+          await subscription.return();
+        }
+        if (signals === subscription) signals = undefined;
+      })();
+    }
+    return signals.ready;
+  };
   const jobIdOf = (chainTransactionId: string) => `pay-${chainTransactionId}`;
   const enqueue = (chainTransactionId: string) =>
     queue.add(
@@ -217,19 +221,15 @@ export function createPaymentsQueue(redisUrl: string, prefix: string): PaymentsQ
       await Promise.race([graceful.catch(() => {}), cut]);
       clearTimeout(timer);
       connection.disconnect();
-      subscriber.disconnect();
+      await signals?.return();
     },
   };
 }
 
 /** A signal as paymentSignalPublisher sent it; anything else (another writer's junk) is dropped. */
-function parseSignal(message: string): { jobId: string; signal: PublishedPaymentSignal } | undefined {
-  let parsed: { jobId?: unknown; kind?: unknown; signature?: unknown };
-  try {
-    parsed = JSON.parse(message) as typeof parsed;
-  } catch {
-    return undefined;
-  }
+function readSignal(payload: unknown): { jobId: string; signal: PublishedPaymentSignal } | undefined {
+  if (typeof payload !== 'object' || payload === null) return undefined;
+  const parsed = payload as { jobId?: unknown; kind?: unknown; signature?: unknown };
   if (typeof parsed.jobId !== 'string') return undefined;
   if (parsed.kind === 'done') return { jobId: parsed.jobId, signal: { kind: 'done' } };
   if (parsed.kind === 'sent' && typeof parsed.signature === 'string')

@@ -104,31 +104,22 @@ async function follow(deps: AwaitPaymentDeps, chainTransactionId: string) {
     // Listening before the enqueue: a new job's signals cannot be missed.
     await wait.listening;
     await deps.payments.enqueue(chainTransactionId);
-  } catch (error) {
-    wait.cancel();
-    throw error;
-  }
-  let pause = RECHECK_AFTER_MS;
-  for (;;) {
-    let timer: NodeJS.Timeout | undefined;
-    const recheck = new Promise<'recheck'>((resolve) => (timer = setTimeout(resolve, pause, 'recheck')));
-    const signal = await Promise.race([wait.signal, recheck]).finally(() => clearTimeout(timer));
-    if (signal === 'recheck') {
-      const stored = await outboxRow(deps, chainTransactionId).catch((error: unknown) => {
-        wait.cancel();
-        throw error;
-      });
-      if (stored.status === 'signed') {
-        pause *= 2;
-        continue;
+    for (let pause = RECHECK_AFTER_MS; ; pause *= 2) {
+      let timer: NodeJS.Timeout | undefined;
+      const recheck = new Promise<'recheck'>((resolve) => (timer = setTimeout(resolve, pause, 'recheck')));
+      const signal = await Promise.race([wait.signal, recheck]).finally(() => clearTimeout(timer));
+      if (signal === 'recheck') {
+        const stored = await outboxRow(deps, chainTransactionId);
+        if (stored.status === 'signed') continue;
+        return stored;
       }
-      wait.cancel();
-      return stored;
+      // 'sent' carries what a read would find; 'done' or the end of the wait: the row says.
+      return signal.kind === 'sent'
+        ? { status: 'sent' as const, signature: signal.signature }
+        : await outboxRow(deps, chainTransactionId);
     }
-    // 'sent' carries what a read would find; 'done' or the end of the wait: the row says.
-    return signal.kind === 'sent'
-      ? { status: 'sent' as const, signature: signal.signature }
-      : await outboxRow(deps, chainTransactionId);
+  } finally {
+    wait.cancel(); // stops listening; a no-op once the signal came
   }
 }
 

@@ -31,8 +31,7 @@
  * (the targets' base); for information it is measured again under the same writes. Between
  * measurements the payments backlog settles (no outbox row left unsent). First, not counted, each
  * route is read for BENCH_WARMUP_SECONDS while the writer runs at the low rate (the high one when
- * the low is 0 + 0). A missed target
- * exits 1.
+ * the low is 0 + 0). A missed target exits 1.
  */
 import os from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -242,9 +241,9 @@ async function main(): Promise<number> {
     ];
 
     // Warm-up (not counted): the write path and the reads run hot before anything is measured. The
-    // writes run at the first level that writes anything: a run of the high level alone (low set
-    // to 0 + 0) measured its first route with a write path V8 had not compiled yet (REST latest
-    // at 1.6 % of plain, writes' p99 7.4 s, where a full run's same route kept 19.3 %).
+    // writes run at the first level that writes anything: with the low level at 0 + 0 they ran not
+    // at all, and the high level's first route met a write path V8 had not compiled yet. (High-only
+    // runs still score below full runs after this: docs/benchmarks.md.)
     if (settings.warmupSeconds > 0) {
       const warmRates = [settings.low, settings.high].find((r) => r.postsPerSecond + r.likesPerSecond > 0);
       if (warmRates) await writer.start(warmRates, 0);

@@ -6,6 +6,16 @@ import { preparingPool } from './prepared-statements.js';
 const INT8_OID = 20;
 
 /**
+ * How long a connection may sit idle before the pool closes it. pg's default (10 s) closed the
+ * connections a burst had warmed as soon as the load dropped, and the next burst paid again for
+ * cold backends: each plans our prepared statements and compiles the ledger's PL/pgSQL functions
+ * on first use. Stepping from 20 + 100 to 100 + 300 writes/s, a cold pool's first seconds answered
+ * writes at p99 5-8 s on two cores; with connections kept, the same step after a quiet spell
+ * answered at p99 0.2 s (docs/benchmarks.md). `max` still bounds what a process holds.
+ */
+export const IDLE_CONNECTION_MS = 5 * 60_000;
+
+/**
  * Money is bigint micro-USD end to end: int8 columns come back as `bigint`, never as a lossy
  * number or a string. Set per pool so nothing global changes for other pg users in the process.
  */
@@ -34,6 +44,7 @@ export function createPool(url: string, options: DbOptions = {}): pg.Pool {
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'ledgerfeed',
     connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: IDLE_CONNECTION_MS,
     types,
   });
   // An idle client losing its server (Postgres restarted) emits here; without a listener that

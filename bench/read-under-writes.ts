@@ -30,8 +30,9 @@
  * then the stated load was offered but not served. The plain server is measured with nothing written, the machine's ceiling
  * (the targets' base); for information it is measured again under the same writes. Between
  * measurements the payments backlog settles (no outbox row left unsent). First, not counted, each
- * route is read for BENCH_WARMUP_SECONDS while the writer runs at the low rate (the high one when
- * the low is 0 + 0). A missed target exits 1.
+ * route is read for BENCH_WARMUP_SECONDS, and as long again at the start of each level that writes
+ * while the writer runs at that level's rate (a step up in load is measured by bench/write-step.ts,
+ * not here). A missed target exits 1.
  */
 import os from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';

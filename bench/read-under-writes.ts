@@ -38,21 +38,16 @@ import os from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
-import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import type { RunningService } from '../src/service.js';
 import { ROLE_NAMES, type RoleName } from '../workers/role.js';
 import { intSetting } from './bench-settings.js';
 import { runBench, startBenchService } from './bench-service.js';
-import { fundedMembers } from './funded-accounts.js';
+import { settlePayments, startFundedWriter, writeLevels } from './bench-writer.js';
 import { CONNECTIONS, load, plainServer, sample, type Load, type RequestOptions } from './http-load.js';
 import { cpuTimes, describeCpu } from './machine-cpu.js';
 import { samplePgActivity } from './pg-activity.js';
 import { seedReadData } from './read-seed.js';
-import { startWriter, type WriteKindResult, type WriteRates, type WriteResult } from './read-writer.js';
+import type { WriteKindResult, WriteRates, WriteResult } from './read-writer.js';
 
-/** Each poster starts with $500: a full run spends under $100 of it. */
-const FUNDING_MICRO = 500_000_000n;
 /** The writer fell behind when a request went out later than this. */
 const MAX_LAG_MS = 1_000;
 /** The service fell behind when it answered 2xx to less than this share of the offered rate in the window. */
@@ -97,35 +92,8 @@ function readSettings() {
     likers: intSetting('BENCH_LIKERS', 200, 1),
     leadMs: intSetting('BENCH_LEAD_MS', 1_000, 0),
     warmupSeconds: intSetting('BENCH_WARMUP_SECONDS', 3, 0),
-    low: {
-      postsPerSecond: intSetting('BENCH_LOW_POSTS', 20, 0),
-      likesPerSecond: intSetting('BENCH_LOW_LIKES', 100, 0),
-    },
-    high: {
-      postsPerSecond: intSetting('BENCH_HIGH_POSTS', 100, 0),
-      likesPerSecond: intSetting('BENCH_HIGH_LIKES', 300, 0),
-    },
+    ...writeLevels(),
   };
-}
-
-/** Outbox rows not yet sent or confirmed (the payments backlog). */
-async function unfinishedPayments(service: RunningService): Promise<number> {
-  const { rows } = await sql<{ n: number }>`
-    SELECT count(*)::int AS n FROM chain_transactions WHERE status IN ('signed', 'sent')`.execute(
-    service.app.db,
-  );
-  return rows[0]!.n;
-}
-
-/** Waits (at most a minute) until the payments backlog is gone; returns the seconds it took. */
-async function settle(service: RunningService): Promise<{ seconds: number; left: number }> {
-  const started = performance.now();
-  let left = await unfinishedPayments(service);
-  while (left > 0 && performance.now() - started < 60_000) {
-    await sleep(100);
-    left = await unfinishedPayments(service);
-  }
-  return { seconds: (performance.now() - started) / 1000, left };
 }
 
 const mark = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
@@ -180,19 +148,10 @@ async function main(): Promise<number> {
       authors: settings.authors,
       tag: 'ruw',
     });
-    const posters = await fundedMembers(service, settings.posters, FUNDING_MICRO);
-    const likerKeys: string[] = [];
-    for (let i = 0; i < settings.likers; i++) {
-      const liker = await createAccount(app, { handle: `ruw_l${i}` });
-      likerKeys.push((await createApiKey(app.apiKeys, liker.id, ['engage'])).key);
-    }
-    const { rows: newest } = await sql<{ id: string }>`
-      SELECT id FROM posts ORDER BY created_at DESC, id DESC LIMIT 50`.execute(app.db);
-    const writer = await startWriter({
-      base,
-      posterKeys: posters.map((p) => p.key),
-      likerKeys,
-      recentPostIds: newest.map((r) => r.id),
+    const writer = await startFundedWriter(service, {
+      posters: settings.posters,
+      likers: settings.likers,
+      tag: 'ruw',
     });
     closeWriter = writer.close;
 
@@ -246,7 +205,7 @@ async function main(): Promise<number> {
     if (settings.warmupSeconds > 0) {
       for (const route of routes) await load(route.url, settings.warmupSeconds, route.options);
     }
-    const warm = await settle(service);
+    const warm = await settlePayments(service);
     console.log(
       `read-under-writes bench: ${os.cpus().length} cores, roles ${settings.roles.join('+')}, ${seed.posts} posts +` +
         ` ${seed.replies} replies, ${seed.likes} likes, ${seed.reposts} reposts, ${seed.failed} failed payments;` +
@@ -270,13 +229,13 @@ async function main(): Promise<number> {
       // rate never needed are opened and planned cold: docs/benchmarks.md), not the steady state
       // the targets are about. bench/write-step.ts measures that step on its own.
       if (phase.rates && settings.warmupSeconds > 0) {
-        await settle(service);
+        await settlePayments(service);
         await writer.start(phase.rates, 0);
         for (const route of routes) await load(route.url, settings.warmupSeconds, route.options);
         await writer.stop();
       }
       for (const route of routes) {
-        const backlog = phase.rates ? await settle(service) : undefined;
+        const backlog = phase.rates ? await settlePayments(service) : undefined;
         if (backlog && backlog.left > 0)
           console.log(`   ! ${backlog.left} payments still unsent after a minute of waiting`);
         const { status, bytes } = await sample(route.url, route.options);
@@ -308,7 +267,7 @@ async function main(): Promise<number> {
         // sides, Postgres, the localnet) from what they take from the read path itself.
         let plainUnderWrites: Load | undefined;
         if (phase.rates) {
-          await settle(service);
+          await settlePayments(service);
           await writer.start(phase.rates, settings.leadMs);
           await sleep(settings.leadMs);
           plainUnderWrites = await load(plain.url, settings.seconds, route.options);
@@ -373,7 +332,7 @@ async function main(): Promise<number> {
         console.log(`       ${sessions}`);
       }
     }
-    const after = await settle(service);
+    const after = await settlePayments(service);
     const { rows: outbox } = await sql<{ status: string; n: number }>`
       SELECT status, count(*)::int AS n FROM chain_transactions WHERE signature NOT LIKE 'seed-%'
        GROUP BY status ORDER BY status`.execute(app.db);

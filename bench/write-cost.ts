@@ -19,19 +19,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Redis } from 'ioredis';
 import { createRedis } from '../src/adapters/redis/index.js';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
-import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import type { RunningService } from '../src/service.js';
 import { intSetting } from './bench-settings.js';
 import { cpuTimes } from './machine-cpu.js';
 import { runBench, startBenchService } from './bench-service.js';
-import { fundedMembers } from './funded-accounts.js';
+import { startFundedWriter } from './bench-writer.js';
 import { seedReadData } from './read-seed.js';
-import { startWriter, type WriteRates } from './read-writer.js';
+import type { WriteRates } from './read-writer.js';
 import { processCpuSeconds, threadCores, threadCpuSeconds } from './thread-cpu.js';
-
-/** Each poster starts with $500: a run spends well under that. */
-const FUNDING_MICRO = 500_000_000n;
 
 interface Counters {
   transactions: number;
@@ -60,20 +55,7 @@ async function main(): Promise<number> {
   const redis = createRedis(service.app.stack.redis.url, 'client');
   try {
     await seedReadData(service, { posts: 500, authors: 5, tag: 'wc' });
-    const posters = await fundedMembers(service, 40, FUNDING_MICRO);
-    const likerKeys: string[] = [];
-    for (let i = 0; i < 200; i++) {
-      const liker = await createAccount(service.app, { handle: `wc_l${i}` });
-      likerKeys.push((await createApiKey(service.app.apiKeys, liker.id, ['engage'])).key);
-    }
-    const { rows: newest } = await sql<{ id: string }>`
-      SELECT id FROM posts ORDER BY created_at DESC, id DESC LIMIT 50`.execute(service.app.db);
-    const writer = await startWriter({
-      base: service.apiUrl!,
-      posterKeys: posters.map((p) => p.key),
-      likerKeys,
-      recentPostIds: newest.map((r) => r.id),
-    });
+    const writer = await startFundedWriter(service, { posters: 40, likers: 200, tag: 'wc' });
     closeWriter = writer.close;
     console.log(
       `write-cost bench: roles api+worker, no reads; ${seconds} s per phase after ${warmupSeconds} s at its rate; ` +

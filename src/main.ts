@@ -5,6 +5,7 @@ import { runService, type RunningService } from './service.js';
 import { startupSummary } from './startup-summary.js';
 import { handleShutdownSignals } from './shutdown/shutdown-signals.js';
 import { describeRunning, stopWithin, type RunStep } from './shutdown/shutdown-steps.js';
+import { exitAtOnce } from './shutdown/exit-at-once.js';
 import { foregroundTerminal } from './shutdown/terminal.js';
 import { ROLE_NAMES, type RoleName } from '../workers/role.js';
 
@@ -66,7 +67,7 @@ async function main(): Promise<void> {
     },
     force: () => {
       up.service?.abandon();
-      process.exit(1);
+      exitAtOnce(logger);
     },
   });
   // Both stay registered until the process exits: a signal without a listener would kill it.

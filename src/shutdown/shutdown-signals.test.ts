@@ -85,9 +85,12 @@ describe('handleShutdownSignals', () => {
     signals.onSignal('SIGINT'); // a relayed copy: nothing
     expect(events).not.toContain('force');
 
+    expect(terminal.raw).toBe(true);
     terminal.type([0x03]);
     terminal.type([0x03]);
     expect(events.filter((e) => e === 'force')).toHaveLength(1);
+    // Put back before force(), which may end the process without running exit handlers.
+    expect(terminal.raw).toBe(false);
     expect(events).toContain('warn Ctrl-C again: exiting without waiting');
   });
 

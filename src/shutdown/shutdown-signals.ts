@@ -64,6 +64,9 @@ export function handleShutdownSignals(options: ShutdownSignalsOptions): Shutdown
           if (forced || !isForceKey(bytes)) return;
           forced = true;
           log.warn('Ctrl-C again: exiting without waiting');
+          // force() may end the process without its exit handlers (exit-at-once.ts): the
+          // terminal's mode is put back here, not left to them.
+          terminal.restore();
           options.force();
         });
         log.info(`${signal}: stopping (up to ${seconds} s); press Ctrl-C again to exit without waiting`);

@@ -1,0 +1,22 @@
+/** How long the log may take to write its last lines before the process ends anyway. */
+const FLUSH_MS = 500;
+
+/**
+ * Ends the process at once, for an exit that must not wait (a second Ctrl-C). Not process.exit():
+ * Node's exit stops every worker thread and joins it, and a thread caught where termination does
+ * not reach it (native code, a module load blocked on the loader thread) held a forced exit far
+ * past "at once" (CI, 2026-11-27: the main thread still in futex_do_wait 10 s after the second
+ * Ctrl-C, the embedded Postgres already gone; an earlier run took 303 s). The log gets up to
+ * FLUSH_MS to write what is pending (pino's pretty transport writes from a thread of its own),
+ * then the process sends itself SIGKILL, which nothing can hold. The caller has already done what
+ * exit handlers would have: told the embedded servers to stop, put the terminal back.
+ */
+export function exitAtOnce(log: { flush(done?: (error?: Error) => void): void }): void {
+  const kill = () => process.kill(process.pid, 'SIGKILL');
+  setTimeout(kill, FLUSH_MS);
+  try {
+    log.flush(kill);
+  } catch {
+    kill();
+  }
+}

@@ -4,7 +4,7 @@ const FLUSH_MS = 500;
 /**
  * Ends the process at once, for an exit that must not wait (a second Ctrl-C). Not process.exit():
  * Node's exit stops every worker thread and joins it, and a thread caught where termination does
- * not reach it (native code, a module load blocked on the loader thread) held a forced exit far
+ * not reach it (blocked in native code, as in a synchronous child process) held a forced exit far
  * past "at once" (CI, 2026-11-27: the main thread still in futex_do_wait 10 s after the second
  * Ctrl-C, the embedded Postgres already gone; an earlier run took 303 s). The log gets up to
  * FLUSH_MS to write what is pending (pino's pretty transport writes from a thread of its own),

@@ -8,12 +8,13 @@ const INT8_OID = 20;
 /**
  * How long a connection may sit idle before the pool closes it. pg's default (10 s) closed the
  * connections a burst had warmed as soon as the load dropped, and the next burst paid again for
- * cold backends: each plans our prepared statements and compiles the ledger's PL/pgSQL functions
- * on first use. Stepping from 20 + 100 to 100 + 300 writes/s, a cold pool's first seconds answered
- * writes at p99 5-8 s on two cores; with connections kept, the same step after a quiet spell
- * answered at p99 0.2 s (docs/benchmarks.md). `max` still bounds what a process holds.
+ * cold backends (likely their first plans of our prepared statements and first PL/pgSQL compiles:
+ * connections opened in advance but unused were as slow). Stepping from 20 + 100 to 100 + 300
+ * writes/s after 30 s at the lower rate, posts answered at p99 5.5 s in the first 9 s with the
+ * default, 0.24-0.39 s with connections kept (`npm run bench:write-step`, docs/benchmarks.md).
+ * `max` still bounds what a process holds.
  */
-export const IDLE_CONNECTION_MS = 5 * 60_000;
+const IDLE_CONNECTION_MS = 5 * 60_000;
 
 /**
  * Money is bigint micro-USD end to end: int8 columns come back as `bigint`, never as a lossy

@@ -12,7 +12,7 @@ const script = (exit: 'exitAtOnce' | 'process.exit') => `
   new Worker("process.getBuiltinModule('node:child_process').execSync('sleep 6')", { eval: true });
   setTimeout(() => {
     process.stdout.write('last line\\n');
-    ${exit === 'exitAtOnce' ? 'exitAtOnce({ flush: (done) => done() });' : 'process.exit(1);'}
+    ${exit === 'exitAtOnce' ? 'exitAtOnce({ flush: () => {} });' : 'process.exit(1);'}
   }, 500);
 `;
 

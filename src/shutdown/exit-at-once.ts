@@ -6,7 +6,7 @@ const FLUSH_MS = 500;
  * Node's exit stops every worker thread and joins it, and a thread caught where termination does
  * not reach it (blocked in native code, as in a synchronous child process) held a forced exit far
  * past "at once" (CI, 2026-11-27: the main thread still in futex_do_wait 10 s after the second
- * Ctrl-C, the embedded Postgres already gone; an earlier run took 303 s). The log gets up to
+ * Ctrl-C, the embedded Postgres already gone; an earlier run took 303 s). The log gets
  * FLUSH_MS to write what is pending (pino's pretty transport writes from a thread of its own),
  * then the process sends itself SIGKILL, which nothing can hold. The caller has already done what
  * exit handlers would have: told the embedded servers to stop, put the terminal back.

@@ -4,9 +4,10 @@
  *
  *   npm run bench:indexer
  *
- * The service's stack runs in this process (`runService`, no roles: nothing else reconciles or
- * ships meanwhile) on a fresh DATA_DIR and free ports: embedded Postgres, Redis, chdb and the
- * localnet thread with its real 400 ms slot, as under `npm start`.
+ * The service's stack runs in this process (`runService`, role indexer, as `npm run start:indexer`
+ * runs it) on a fresh DATA_DIR and free ports: embedded Postgres, Redis, chdb and the localnet
+ * thread with its real 400 ms slot, as under `npm start`. The role's own loops are stopped before
+ * anything is seeded: nothing but the timed rounds reconciles or ships meanwhile.
  *
  *   a. reconcile: BENCH_PAYMENTS USDC transfers between two platform wallets (treasury and creator
  *      fund), signed with the platform fee payer and confirmed on chain with confirmMany, recorded
@@ -315,8 +316,12 @@ async function benchEarnings(app: App, settings: Settings) {
 async function main(): Promise<number> {
   const settings = readSettings();
   const stackStarted = performance.now();
-  const { service, stop } = await startBenchService([]);
+  // The indexer role, not none: a process whose roles are none or only the api gets the stand-in
+  // without ClickHouse (src/service.ts), and parts b and c write and read ClickHouse.
+  const { service, stop } = await startBenchService(['indexer']);
   try {
+    // Its reconciler and wallet follower would claim the bench's rows beside the timed rounds.
+    for (const role of service.roles) await role.stop();
     const { app, platform } = service;
     console.log(
       `indexer bench: ${os.cpus().length} cores, stack up in ${seconds(stackStarted).toFixed(1)} s; sizes: ` +

@@ -42,11 +42,12 @@ export interface ServiceHarness {
     text: string,
     headers?: Record<string, string>,
   ): Promise<Response>;
-  /** A GraphQL operation as `who`. */
+  /** A GraphQL operation as `who` (with `headers` added to the request). */
   gql(
     who: Member,
     query: string,
     variables?: Record<string, unknown>,
+    headers?: Record<string, string>,
   ): Promise<{ data?: any; errors?: any[] }>;
   close(): Promise<void>;
 }
@@ -102,12 +103,13 @@ export async function openServiceHarness(overrides: Record<string, string> = {})
       call: (who, method, path, body, headers) =>
         rest(who, method, path, body === undefined ? undefined : JSON.stringify(body), headers),
       callRaw: (who, method, path, text, headers) => rest(who, method, path, text, headers),
-      gql: async (who, query, variables = {}) => {
+      gql: async (who, query, variables = {}, headers = {}) => {
         const response = await fetch(`${base}/graphql`, {
           method: 'POST',
           headers: headersOf(who, {
             'content-type': 'application/json',
             accept: 'application/graphql-response+json',
+            ...headers,
           }),
           body: JSON.stringify({ query, variables }),
         });

@@ -63,7 +63,7 @@ export async function quoteSwap(
  * The USDC received is credited as held (`pending`) until the transaction confirms, like every
  * other credit; the native tokens leave the user's balance at once (a conditional debit).
  *
- * `idempotency` (REST's Idempotency-Key): the commit records the swap on the key, or fails with
+ * `idempotency` (REST's or GraphQL's Idempotency-Key): the commit records the swap on the key, or fails with
  * 409 if a retry took the key over; resuming a dead request's key awaits and answers with the swap
  * its commit recorded (no lock: nothing is priced again).
  */

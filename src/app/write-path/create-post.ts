@@ -33,7 +33,7 @@ export interface CreatedPost {
  * signed Solana transaction in the outbox and the domain event. Nothing is sent here: the payments
  * worker sends from the outbox, so a crash after this commit loses nothing and charges once.
  *
- * `idempotency`: the request's Idempotency-Key (REST): the commit records the post on the key, or
+ * `idempotency`: the request's Idempotency-Key (REST or GraphQL): the commit records the post on the key, or
  * fails with 409 if a retry took the key over; resuming a dead request's key answers with the post
  * its commit recorded.
  */

@@ -7,7 +7,7 @@ import type {
 } from '../../adapters/postgres/idempotency.repository.js';
 
 /**
- * The key store's statements, as the REST Idempotency-Key hook uses them (claim, read, take over a
+ * The key store's statements, as with-idempotency-key.ts uses them (claim, read, take over a
  * dead request's key, renew the lease, store or release the answer): transports reach storage
  * through the app layer only.
  */
@@ -53,7 +53,7 @@ export function idempotencyLeaseMs(writeTimeoutMs: number): number {
 }
 
 /**
- * The Idempotency-Key a paid write runs under (REST's header; GraphQL has none): the account's key
+ * The Idempotency-Key a paid write runs under (REST's header, or a GraphQL paid mutation's key): the account's key
  * and this request's owner token. The write's commit records what it created on the key's row in
  * the same statement, and fails with 409 conflict, committing nothing, if a retry took the key
  * over meanwhile. `resume`: the resource a dead owner's commit recorded, which the write answers

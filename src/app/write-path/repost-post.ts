@@ -40,7 +40,7 @@ const UNIQUE_VIOLATION = '23505';
  * movement and outbox row roll back with it (no money moves, nothing is ever sent). A repost
  * whose payment failed on chain (refunded by the worker) does not count: it may be tried again.
  *
- * `idempotency` (REST's Idempotency-Key): as for a paid post (createPaidPost).
+ * `idempotency` (REST's or GraphQL's Idempotency-Key): as for a paid post (createPaidPost).
  */
 export async function repostPost(
   deps: WritePathDeps,

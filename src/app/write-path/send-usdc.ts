@@ -34,7 +34,7 @@ export interface CreatedSend {
  * the send id and the memo) in the outbox and the 'send.created' event. The payments worker sends
  * it; a failure on chain reverses both legs.
  *
- * `idempotency` (REST's Idempotency-Key): as for a paid post (createPaidPost).
+ * `idempotency` (REST's or GraphQL's Idempotency-Key): as for a paid post (createPaidPost).
  */
 export async function sendUsdc(
   deps: WritePathDeps,

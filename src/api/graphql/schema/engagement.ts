@@ -11,6 +11,7 @@ import type { CreatedSend } from '../../../app/write-path/send-usdc.js';
 import type { LikeState } from '../../../domain/posts/engagement-rules.js';
 import { parseSendAmount } from '../../../domain/sends/send-rules.js';
 import { builder } from '../builder.js';
+import { IDEMPOTENCY_KEY_ARG_DESCRIPTION, runPaidMutation } from '../paid-mutation-key.js';
 
 /*
  * The write mutations: the same service functions and the same payment wait as their REST twins
@@ -114,14 +115,25 @@ builder.mutationFields((t) => ({
     description: 'Post, reply or quote ($1 USDC). Needs `post`.',
     authScopes: { post: true },
     rateLimit: 'post',
-    args: { input: t.arg({ type: CreatePostInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
-      return publishPost(ctx.deps, ctx.viewer!.accountId, {
-        content: input.content,
-        type: input.type,
-        parentId: input.parentId ? String(input.parentId) : null,
-        quotedPostId: input.quotedPostId ? String(input.quotedPostId) : null,
-      });
+    args: {
+      input: t.arg({ type: CreatePostInput, required: true }),
+      idempotencyKey: t.arg.string({ description: IDEMPOTENCY_KEY_ARG_DESCRIPTION }),
+    },
+    resolve: async (_root, args, ctx, info) => {
+      const { input } = args;
+      return runPaidMutation(ctx, info, args, (claim) =>
+        publishPost(
+          ctx.deps,
+          ctx.viewer!.accountId,
+          {
+            content: input.content,
+            type: input.type,
+            parentId: input.parentId ? String(input.parentId) : null,
+            quotedPostId: input.quotedPostId ? String(input.quotedPostId) : null,
+          },
+          claim,
+        ),
+      );
     },
   }),
   repost: t.field({
@@ -129,9 +141,14 @@ builder.mutationFields((t) => ({
     description: 'Repost ($1 USDC); once per post. Needs `engage`.',
     authScopes: { engage: true },
     rateLimit: 'repost',
-    args: { postId: t.arg.id({ required: true }) },
-    resolve: async (_root, { postId }, ctx) => {
-      return publishRepost(ctx.deps, ctx.viewer!.accountId, String(postId));
+    args: {
+      postId: t.arg.id({ required: true }),
+      idempotencyKey: t.arg.string({ description: IDEMPOTENCY_KEY_ARG_DESCRIPTION }),
+    },
+    resolve: async (_root, args, ctx, info) => {
+      return runPaidMutation(ctx, info, args, (claim) =>
+        publishRepost(ctx.deps, ctx.viewer!.accountId, String(args.postId), claim),
+      );
     },
   }),
   send: t.field({
@@ -139,13 +156,24 @@ builder.mutationFields((t) => ({
     description: 'Send USDC to another account (the twin of POST /send). Needs `send`.',
     authScopes: { send: true },
     rateLimit: 'send',
-    args: { input: t.arg({ type: SendInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
-      return sendAndWait(ctx.deps, ctx.viewer!.accountId, {
-        toHandle: input.toHandle,
-        amountMicro: parseSendAmount(input.amountUsd, 'amountUsd'),
-        memo: input.memo ?? null,
-      });
+    args: {
+      input: t.arg({ type: SendInput, required: true }),
+      idempotencyKey: t.arg.string({ description: IDEMPOTENCY_KEY_ARG_DESCRIPTION }),
+    },
+    resolve: async (_root, args, ctx, info) => {
+      const { input } = args;
+      return runPaidMutation(ctx, info, args, (claim) =>
+        sendAndWait(
+          ctx.deps,
+          ctx.viewer!.accountId,
+          {
+            toHandle: input.toHandle,
+            amountMicro: parseSendAmount(input.amountUsd, 'amountUsd'),
+            memo: input.memo ?? null,
+          },
+          claim,
+        ),
+      );
     },
   }),
   like: t.field({

@@ -3,6 +3,7 @@ import { SWAP_FEE_BPS, type SwapQuote } from '../../../domain/swap/constant-prod
 import { MAX_SWAP_TOKENS } from '../../../domain/swap/swap-rules.js';
 import { formatMicroUsd } from '../../../domain/money/usd.js';
 import { builder } from '../builder.js';
+import { IDEMPOTENCY_KEY_ARG_DESCRIPTION, runPaidMutation } from '../paid-mutation-key.js';
 import { ViewerRef } from './account.js';
 import { PaymentStatus } from './engagement.js';
 
@@ -80,12 +81,20 @@ builder.mutationFields((t) => ({
       minAmountUsdc: t.arg.string({
         description: 'The least USDC to accept, as decimal dollars ("1.25"), at most 6 decimals.',
       }),
+      idempotencyKey: t.arg.string({ description: IDEMPOTENCY_KEY_ARG_DESCRIPTION }),
     },
-    resolve: async (_root, args, ctx) => {
-      return swapToUsdc(ctx.deps, ctx.viewer!.accountId, {
-        amount_tokens: args.amountTokens,
-        ...(args.minAmountUsdc != null ? { min_amount_usdc: args.minAmountUsdc } : {}),
-      });
+    resolve: async (_root, args, ctx, info) => {
+      return runPaidMutation(ctx, info, args, (claim) =>
+        swapToUsdc(
+          ctx.deps,
+          ctx.viewer!.accountId,
+          {
+            amount_tokens: args.amountTokens,
+            ...(args.minAmountUsdc != null ? { min_amount_usdc: args.minAmountUsdc } : {}),
+          },
+          claim,
+        ),
+      );
     },
   }),
 }));

@@ -22,6 +22,11 @@ export const RPC_CODES = {
   signatureVerificationFailure: -32003,
   /** Slot skipped / block not available: also used for "not yet confirmed" lookups. */
   transactionHistoryNotAvailable: -32011,
+  /**
+   * Ours, from the far end of JSON-RPC's server-error range (validators number theirs up from
+   * -32001): a state-changing call refused because a web page could have sent it.
+   */
+  refusedToBrowser: -32099,
 } as const;
 
 export const invalidParams = (message: string) =>

@@ -13,6 +13,35 @@ const MAX_SIGNATURE_STATUSES = 256;
 type Params = readonly unknown[];
 type Handler = (params: Params) => unknown;
 
+/**
+ * The methods that change nothing: the only ones a web page may call (rpc-server.ts refuses the
+ * rest to a request a browser could have sent). An allow-list, so a method added to the table
+ * below is refused to browsers until someone decides it is a read. simulateTransaction runs a
+ * transaction against a copy and keeps nothing.
+ */
+export const READ_METHODS: ReadonlySet<string> = new Set([
+  'getHealth',
+  'getVersion',
+  'getGenesisHash',
+  'getSlot',
+  'getBlockHeight',
+  'getTransactionCount',
+  'getEpochInfo',
+  'getLatestBlockhash',
+  'isBlockhashValid',
+  'getMinimumBalanceForRentExemption',
+  'simulateTransaction',
+  'getSignatureStatuses',
+  'getTransaction',
+  'getSignaturesForAddress',
+  'getAccountInfo',
+  'getMultipleAccounts',
+  'getBalance',
+  'getTokenAccountBalance',
+  'getTokenAccountsByOwner',
+  'localnet_getInfo',
+]);
+
 /** The JSON-RPC methods of the localnet, by name; each takes the raw `params` array. */
 export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
   const context = () => ({ context: { slot: chain.slot, apiVersion: SOLANA_CORE_VERSION } });

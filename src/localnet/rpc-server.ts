@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Commitment, LocalChain } from './chain.js';
 import { RPC_CODES, RpcError } from './rpc-error.js';
-import { createRpcMethods } from './rpc-methods.js';
+import { createRpcMethods, READ_METHODS } from './rpc-methods.js';
 import type { TransactionRecord } from './transaction-store.js';
 
 /** Largest JSON-RPC body accepted: a batch of a few thousand transactions. */
@@ -71,14 +71,22 @@ export function createDispatcher(chain: LocalChain, options: { plainValidator?: 
   };
 }
 
-/** Handles a whole HTTP body: one request or a batch (array), as JSON-RPC 2.0 defines. */
-export function handleBody(dispatch: Dispatch, body: string): object {
-  let parsed: unknown;
+const PARSE_ERROR = {
+  jsonrpc: '2.0',
+  id: null,
+  error: { code: RPC_CODES.parseError, message: 'Parse error' },
+};
+
+function parseBody(body: string): { ok: true; value: unknown } | { ok: false } {
   try {
-    parsed = JSON.parse(body);
+    return { ok: true, value: JSON.parse(body) };
   } catch {
-    return { jsonrpc: '2.0', id: null, error: { code: RPC_CODES.parseError, message: 'Parse error' } };
+    return { ok: false };
   }
+}
+
+/** Answers a parsed HTTP body: one request or a batch (array), as JSON-RPC 2.0 defines. */
+function answer(dispatch: Dispatch, parsed: unknown): object {
   if (Array.isArray(parsed)) {
     if (parsed.length === 0) {
       return {
@@ -90,6 +98,61 @@ export function handleBody(dispatch: Dispatch, body: string): object {
     return parsed.map(dispatch);
   }
   return dispatch(parsed);
+}
+
+/**
+ * Why a request may not run, or undefined. Any web page the developer visits can POST to the
+ * localnet: a `text/plain` (or type-less) body needs no CORS preflight, and a JSON one is let
+ * through by our preflight answer, which allows every origin so block explorers can read. So a
+ * call that changes the chain (anything but READ_METHODS: an airdrop, localnet_setAccount, a
+ * transaction) runs only when the request is JSON and carries no `Origin`: browsers put one on
+ * every POST (same-origin ones and DNS-rebound ones too), web3.js and our RPC client in Node never
+ * do. No origin is allowed: the dashboards never call the localnet from the browser (the dev faucet
+ * airdrops from the API process). Reads stay open to any origin. A batch with one such call is
+ * refused whole, before anything in it runs.
+ */
+function browserRefusal(
+  headers: http.IncomingHttpHeaders,
+  parsed: unknown,
+): { status: number; message: string } | undefined {
+  const calls: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
+  if (calls.every(changesNothing)) return undefined;
+  // 415 and 403 tell an HTTP client why; the JSON-RPC error body tells a JSON-RPC client. Not 200:
+  // nothing ran, and web3.js reports a non-2xx answer as a failed call rather than a result.
+  if (!JSON_CONTENT_TYPE.test(headers['content-type'] ?? '')) {
+    return {
+      status: 415,
+      message: 'State-changing methods need Content-Type: application/json (reads accept any body type)',
+    };
+  }
+  if (headers.origin !== undefined) {
+    return {
+      status: 403,
+      message: `State-changing methods are refused to web pages (Origin: ${headers.origin.slice(0, 100)}); reads are open`,
+    };
+  }
+  return undefined;
+}
+
+const JSON_CONTENT_TYPE = /^\s*application\/json\s*(;|$)/i;
+
+/** A call that cannot change the chain: a read, or something the dispatcher refuses as invalid. */
+function changesNothing(call: unknown): boolean {
+  if (typeof call !== 'object' || call === null) return true;
+  const method = (call as JsonRpcRequest).method;
+  return typeof method !== 'string' || READ_METHODS.has(method);
+}
+
+/** The refusal as JSON-RPC: one error, or one per request of a batch (same ids, same order). */
+function refusalBody(parsed: unknown, message: string): object {
+  const error = (id: unknown) => ({
+    jsonrpc: '2.0',
+    id: id ?? null,
+    error: { code: RPC_CODES.refusedToBrowser, message },
+  });
+  const idOf = (call: unknown) =>
+    typeof call === 'object' && call !== null ? (call as JsonRpcRequest).id : undefined;
+  return Array.isArray(parsed) ? parsed.map((call) => error(idOf(call))) : error(idOf(parsed));
 }
 
 export function createHttpServer(dispatch: Dispatch): http.Server {
@@ -114,8 +177,13 @@ export function createHttpServer(dispatch: Dispatch): http.Server {
     });
     req.on('end', () => {
       if (res.headersSent) return;
-      const answer = handleBody(dispatch, Buffer.concat(chunks).toString('utf8'));
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+      const send = (status: number, body: object) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      const parsed = parseBody(Buffer.concat(chunks).toString('utf8'));
+      if (!parsed.ok) return void send(200, PARSE_ERROR);
+      const refused = browserRefusal(req.headers, parsed.value);
+      if (refused) return void send(refused.status, refusalBody(parsed.value, refused.message));
+      send(200, answer(dispatch, parsed.value));
     });
   });
   // Clients keep sockets alive between batches; closing idle ones after Node's default 5 s makes a
@@ -189,14 +257,21 @@ export function attachPubSub(wss: WebSocketServer, chain: LocalChain): void {
       const id = request.id ?? null;
       const params = Array.isArray(request.params) ? request.params : [];
       const reply = (result: unknown) => send(socket, { jsonrpc: '2.0', id, result });
+      // A socket ends only its own subscriptions: ids are sequential and any web page may connect
+      // (WebSockets know no CORS), so otherwise a page could end the service's signature waits.
+      const ownSlot = (subscription: number) => slotSubscribers.get(subscription) === socket;
+      const ownSignature = (subscription: number) =>
+        signatureSubscriptions.get(subscription)?.socket === socket;
       switch (request.method) {
         case 'slotSubscribe': {
           const subscription = nextId++;
           slotSubscribers.set(subscription, socket);
           return reply(subscription);
         }
-        case 'slotUnsubscribe':
-          return reply(slotSubscribers.delete(Number(params[0])));
+        case 'slotUnsubscribe': {
+          const subscription = Number(params[0]);
+          return reply(ownSlot(subscription) && slotSubscribers.delete(subscription));
+        }
         case 'signatureSubscribe': {
           const signature: unknown = params[0];
           if (typeof signature !== 'string') {
@@ -213,8 +288,10 @@ export function attachPubSub(wss: WebSocketServer, chain: LocalChain): void {
           reply(subscription.id);
           return notifyIfReached(subscription);
         }
-        case 'signatureUnsubscribe':
-          return reply(signatureSubscriptions.delete(Number(params[0])));
+        case 'signatureUnsubscribe': {
+          const subscription = Number(params[0]);
+          return reply(ownSignature(subscription) && signatureSubscriptions.delete(subscription));
+        }
         default:
           return send(socket, {
             jsonrpc: '2.0',

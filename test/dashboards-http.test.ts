@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { signAdminSession } from '../src/api/dashboards/admin-session.js';
 import { DASHBOARD_CSP, dashboardFiles } from '../src/api/dashboards/static-files.js';
 import { faucetGrantsKey, grantDevFunds } from '../src/app/dashboards/dev-faucet.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
@@ -8,8 +9,9 @@ import { paymentsSettled } from './support/settled.js';
 
 /**
  * The dashboards over plain HTTP: every page and asset is served by the API process and none
- * references another origin; the admin session and bull-board's role check; the dev faucet and
- * its limit; chainInfo's explorer link; viewer.topPosts against the ledger.
+ * references another origin; the admin session and bull-board's check (an admin's key holding
+ * every scope); the dev faucet and its limit; chainInfo's explorer link; viewer.topPosts against
+ * the ledger.
  */
 let h: ServiceHarness;
 let admin: Member;
@@ -142,6 +144,61 @@ describe('operator pages (/admin/queues)', () => {
     // Revoking the key ends the session at once.
     await h.env.app.apiKeys.revoke(admin.key.slice(8, 16), null, new Date());
     expect((await fetch(`${h.base}/admin/queues`, { headers: { cookie } })).status).toBe(401);
+  });
+
+  test("an admin's key lacking a scope opens no session and cannot pause or empty a queue; a full admin key can", async () => {
+    const delegator = await createAccount(h.env.app, { handle: 'ops_delegator', role: 'admin' });
+    const full = (await createApiKey(h.env.app.apiKeys, delegator.id)).key;
+    const engageOnly = await createApiKey(h.env.app.apiKeys, delegator.id, ['engage']);
+    const queue = h.env.app.payments.queue;
+    const board = `${h.base}/admin/queues/api/queues`;
+    const expectForbidden = async (response: Response, what: string) => {
+      expect(response.status, what).toBe(403);
+      expect(await response.json(), what).toEqual({
+        error: 'forbidden',
+        message: expect.stringContaining("lacks the 'read', 'post', 'send' scopes"),
+      });
+    };
+
+    const opened = await session(engageOnly.key);
+    await expectForbidden(opened, 'session');
+    expect(opened.headers.get('set-cookie')).toBeNull();
+    const bearer = { authorization: `Bearer ${engageOnly.key}` };
+    // A cookie for the key, as the session would have signed it: judged by the key as it is now.
+    const expiresAt = new Date(Date.now() + 60_000);
+    const cookie = `lf_admin=${signAdminSession(h.env.app.cursorSecret, engageOnly.info.id, expiresAt)}`;
+    for (const headers of [bearer, { cookie }]) {
+      const which = 'cookie' in headers ? 'cookie' : 'bearer';
+      await expectForbidden(await fetch(`${h.base}/admin/queues`, { headers }), `${which} page`);
+      await expectForbidden(await fetch(board, { headers }), `${which} list`);
+      for (const action of ['pause', 'empty', 'obliterate']) {
+        const response = await fetch(`${board}/${queue.name}/${action}`, { method: 'PUT', headers });
+        await expectForbidden(response, `${which} ${action}`);
+      }
+      await expectForbidden(await fetch(`${board}/pause`, { method: 'PUT', headers }), `${which} pause all`);
+    }
+    expect(await queue.isPaused()).toBe(false);
+
+    // The full key of the same admin still runs the board: a session, then pause and resume.
+    const fullSession = await session(full);
+    expect(fullSession.status).toBe(200);
+    const fullCookie = fullSession.headers.get('set-cookie')!.split(';')[0]!;
+    try {
+      const paused = await fetch(`${board}/${queue.name}/pause`, {
+        method: 'PUT',
+        headers: { cookie: fullCookie },
+      });
+      expect(paused.status).toBe(200);
+      expect(await queue.isPaused()).toBe(true);
+      const resumed = await fetch(`${board}/${queue.name}/resume`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${full}` },
+      });
+      expect(resumed.status).toBe(200);
+      expect(await queue.isPaused()).toBe(false);
+    } finally {
+      await queue.resume();
+    }
   });
 });
 

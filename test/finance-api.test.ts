@@ -4,6 +4,7 @@ import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import { createPaidPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import type { Scope } from '../src/domain/auth/api-key.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { replaceSignedPayment } from './support/chain-tampering.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
@@ -175,6 +176,39 @@ describe('finance reads', () => {
     const bad = await h.call(finance, 'GET', '/finance/reconciliation?date=yesterday');
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: 'invalid_request' });
+  });
+
+  test("a finance account's key without `read` reads none of the finance fields; a `read` key reads them all", async () => {
+    // REST has always asked `read` of GET /finance/reconciliation; GraphQL asked only the role.
+    const delegator = await createAccount(h.env.app, { handle: 'fin_delegator', role: 'finance' });
+    const keyWith = async (scopes: Scope[]): Promise<Member> => ({
+      account: delegator,
+      key: (await createApiKey(h.env.app.apiKeys, delegator.id, scopes)).key,
+    });
+    const engageOnly = await keyWith(['engage']);
+    const readOnly = await keyWith(['read']);
+    const fields = {
+      reconciliationSummary: `{ reconciliationSummary(from: "${today}", to: "${today}") { day matched } }`,
+      reconciliationExceptions: '{ reconciliationExceptions(first: 10) { edges { node { signature } } } }',
+      chainTransaction: `{ chainTransaction(signature: "${tamperedSignature}") { status } }`,
+    };
+    for (const [field, query] of Object.entries(fields)) {
+      const refused = await h.gql(engageOnly, query);
+      expect(refused.data?.[field] ?? null, field).toBeNull();
+      expect(refused.errors, field).toEqual([
+        expect.objectContaining({
+          message: "API key lacks the 'read' scope",
+          path: [field],
+          extensions: { code: 'FORBIDDEN' },
+        }),
+      ]);
+      const read = await h.gql(readOnly, query);
+      expect(read.errors, field).toBeUndefined();
+      expect(read.data[field], field).toBeTruthy();
+    }
+    const rest = await h.call(engageOnly, 'GET', `/finance/reconciliation?date=${today}`);
+    expect(rest.status).toBe(403);
+    expect(await rest.json()).toEqual({ error: 'forbidden', message: "API key lacks the 'read' scope" });
   });
 });
 

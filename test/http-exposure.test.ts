@@ -5,6 +5,7 @@ import { buildServer } from '../src/api/server.js';
 import { httpExposureOf } from '../src/app/app.js';
 import { loadConfig } from '../src/config/index.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
+import type { Scope } from '../src/domain/auth/api-key.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import type { HealthReport } from '../src/domain/health/health.service.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
@@ -97,9 +98,11 @@ describe('health', () => {
       data: { health: { dependencies: [{ name: 'postgres', status: 'down', error: 'probe failed' }] } },
     });
 
-    const asRole = async (role: 'user' | 'admin') => {
-      const account = await createAccount(env.app, { handle: `hx_${role}`, role });
-      const { key } = await createApiKey(env.app.apiKeys, account.id);
+    const asRole = async (role: 'user' | 'admin' | 'finance', scopes?: Scope[]) => {
+      // Handles are at most 20 characters: a scope's initial each.
+      const handle = `hx_${role}${scopes ? `_${scopes.map((scope) => scope[0]).join('')}` : ''}`;
+      const account = await createAccount(env.app, { handle, role });
+      const { key } = await createApiKey(env.app.apiKeys, account.id, scopes);
       const response = await failing.inject({
         method: 'POST',
         url: '/graphql',
@@ -111,6 +114,10 @@ describe('health', () => {
     };
     expect(await asRole('user')).toBe('probe failed');
     expect(await asRole('admin')).toBe(detail);
+    // The role shows the detail only through a key holding `read`, as the finance fields ask.
+    expect(await asRole('finance', ['read'])).toBe(detail);
+    expect(await asRole('finance', ['engage'])).toBe('probe failed');
+    expect(await asRole('admin', ['engage', 'post', 'send'])).toBe('probe failed');
   });
 });
 

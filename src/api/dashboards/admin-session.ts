@@ -1,6 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { authenticate, type ApiKeyStore, type Viewer } from '../../domain/auth/api-keys.service.js';
+import {
+  authenticate,
+  requireFullKey,
+  type ApiKeyStore,
+  type Viewer,
+} from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
 
 /**
@@ -10,7 +15,8 @@ import { AppError } from '../../domain/errors.js';
  * SameSite=Strict (no other site can make the browser use it, so bull-board's retry/clean buttons
  * cannot be triggered cross-site), scoped to /admin. The key itself never enters a cookie.
  * Every request re-reads the key, so revoking it (or taking the admin role away) ends the session
- * at once; the expiry bounds a forgotten tab.
+ * at once; the expiry bounds a forgotten tab. Only an admin's key holding every scope opens the
+ * pages or the session (requireOperatorKey), checked again on every request.
  */
 
 export const ADMIN_COOKIE = 'lf_admin';
@@ -55,9 +61,20 @@ export function adminCookieHeader(request: FastifyRequest, value: string, maxAge
 }
 
 /**
+ * 403 unless the key is an admin's and holds every scope. bull-board can pause, empty and retry the
+ * payments queue: that is no delegated key's to do, whatever role its account has (the same rule
+ * as creating API keys). `what` names the page, for the message.
+ */
+export function requireOperatorKey(key: Pick<Viewer, 'role' | 'scopes'>, what: string): void {
+  if (key.role !== 'admin') throw new AppError('forbidden', `${what} is for the admin role`);
+  requireFullKey(key, what);
+}
+
+/**
  * The admin behind the request: an `Authorization: Bearer` admin key (scripts, curl), or the
- * session cookie whose key is still active and still an admin's. 401 without either, 403 for a
- * key whose account is not an admin.
+ * session cookie whose key is still active, still an admin's and holds every scope. 401 without
+ * either, 403 for a key whose account is not an admin or that lacks a scope. A cookie is judged by
+ * its key as it is now, not as it was when the session opened.
  */
 export async function requireAdmin(
   store: ApiKeyStore,
@@ -66,7 +83,7 @@ export async function requireAdmin(
 ): Promise<Pick<Viewer, 'accountId' | 'keyId'>> {
   if (request.headers.authorization) {
     const viewer = await authenticate(store, request.headers.authorization);
-    if (viewer.role !== 'admin') throw new AppError('forbidden', 'The queue dashboard is for the admin role');
+    requireOperatorKey(viewer, 'The queue dashboard');
     return viewer;
   }
   const cookie = cookieOf(request, ADMIN_COOKIE);
@@ -78,8 +95,6 @@ export async function requireAdmin(
       'Sign in at /dashboard/ with an admin API key (or send Authorization: Bearer <admin key>)',
     );
   }
-  if (stored.accountRole !== 'admin') {
-    throw new AppError('forbidden', 'The queue dashboard is for the admin role');
-  }
+  requireOperatorKey({ role: stored.accountRole, scopes: new Set(stored.scopes) }, 'The queue dashboard');
   return { accountId: stored.accountId, keyId: stored.id };
 }

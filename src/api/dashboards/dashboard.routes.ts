@@ -1,8 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
-import { AppError } from '../../domain/errors.js';
 import type { ApiDeps } from '../../app/api-deps.js';
-import { ADMIN_SESSION_SECONDS, adminCookieHeader, signAdminSession } from './admin-session.js';
+import {
+  ADMIN_SESSION_SECONDS,
+  adminCookieHeader,
+  requireOperatorKey,
+  signAdminSession,
+} from './admin-session.js';
 import { QUEUE_BOARD_PATH, registerQueueBoard } from './queue-board.js';
 import { registerDashboardFiles } from './static-files.js';
 
@@ -18,11 +22,11 @@ export async function registerDashboards(
 ): Promise<void> {
   registerDashboardFiles(app);
 
-  // Trades an admin key (Authorization: Bearer) for the HttpOnly cookie bull-board's pages need.
+  // Trades an admin key holding every scope (Authorization: Bearer) for the HttpOnly cookie
+  // bull-board's pages need.
   app.post('/dashboard/session', async (request, reply) => {
     const viewer = await authenticate(deps.apiKeys, request.headers.authorization);
-    if (viewer.role !== 'admin')
-      throw new AppError('forbidden', 'Only the admin role opens the operator pages');
+    requireOperatorKey(viewer, 'The operator pages');
     const expiresAt = new Date(Date.now() + ADMIN_SESSION_SECONDS * 1000);
     const value = signAdminSession(deps.cursorSecret, viewer.keyId, expiresAt);
     return reply

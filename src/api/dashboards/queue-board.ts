@@ -10,7 +10,9 @@ import { requireAdmin } from './admin-session.js';
 export const QUEUE_BOARD_PATH = '/admin/queues';
 
 /**
- * bull-board over every BullMQ queue this deployment runs (today: `payments`), admin role only.
+ * bull-board over every BullMQ queue this deployment runs (today: `payments`), read-write, for an
+ * admin's key holding every scope only, checked on every request (requireAdmin): its buttons pause,
+ * empty and retry the payments queue. No lesser key reaches it, so there is no read-only mount.
  * It lives in its own encapsulated plugin, so its hook, its static files and its view engine touch
  * no other route. Its page links a web font from a font service; that link is cut from the HTML so
  * the operator page, like the dashboards, loads nothing from outside (system fonts instead).

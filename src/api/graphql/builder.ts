@@ -46,6 +46,8 @@ export const builder = new SchemaBuilder<{
       post: ctx.viewer?.scopes.has('post') ?? false,
       engage: ctx.viewer?.scopes.has('engage') ?? false,
       send: ctx.viewer?.scopes.has('send') ?? false,
+      // Roles widen what an account may read, never what a key may do: a field gated on a role
+      // also asks the key scope its REST twin asks, e.g. `{ $all: { read: true, finance: true } }`.
       finance: isFinance(ctx.viewer),
       admin: ctx.viewer?.role === 'admin',
     }),

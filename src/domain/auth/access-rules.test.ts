@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { requireTimeRange } from '../analytics/time-range.js';
-import { isFinance, requireFinance, requireOwnerOrFinance } from './access-rules.js';
+import { isFinance, readsAsFinance, requireFinance, requireOwnerOrFinance } from './access-rules.js';
 
 describe('access rules', () => {
   const user = { accountId: 'a', role: 'user' as const };
@@ -11,6 +11,19 @@ describe('access rules', () => {
     expect([user, finance, admin, null].map(isFinance)).toEqual([false, true, true, false]);
     expect(() => requireFinance(user, 'The report')).toThrow('The report needs the finance or admin role');
     expect(() => requireFinance(admin, 'The report')).not.toThrow();
+  });
+
+  test("finance's reads need the role and a key holding `read`: an `engage` key of finance reads none", () => {
+    const keyOf = (role: 'user' | 'finance' | 'admin', ...scopes: Array<'read' | 'engage'>) => ({
+      role,
+      scopes: new Set(scopes),
+    });
+    expect(readsAsFinance(keyOf('finance', 'read'))).toBe(true);
+    expect(readsAsFinance(keyOf('admin', 'read', 'engage'))).toBe(true);
+    expect(readsAsFinance(keyOf('finance', 'engage'))).toBe(false);
+    expect(readsAsFinance(keyOf('admin', 'engage'))).toBe(false);
+    expect(readsAsFinance(keyOf('user', 'read'))).toBe(false);
+    expect(readsAsFinance(null)).toBe(false);
   });
 
   test('an owner reads its own; finance reads anyone; another user is refused', () => {

@@ -14,6 +14,15 @@ export function requireFinance(viewer: Pick<Viewer, 'role'>, what: string): void
   if (!isFinance(viewer)) throw new AppError('forbidden', `${what} needs the finance or admin role`);
 }
 
+/**
+ * Whether the viewer reads what only finance reads: the role, through a key holding `read`. A
+ * role widens what an account may read, never what a key may do: a finance account's delegated
+ * `engage` key reads no more than any `engage` key (REST asks `read` of its finance routes too).
+ */
+export function readsAsFinance(viewer: Pick<Viewer, 'role' | 'scopes'> | null | undefined): boolean {
+  return isFinance(viewer) && viewer?.scopes.has('read') === true;
+}
+
 /** 403 unless the viewer is `ownerId` or finance; `message` says whose the thing is. */
 export function requireOwnerOrFinance(
   viewer: Pick<Viewer, 'role' | 'accountId'>,

@@ -19,12 +19,20 @@ import {
 import { builder } from '../builder.js';
 
 /*
- * Finance (role finance or admin): daily ledger-vs-chain totals, the exception list and one
- * transaction's drill-down. Creators: their own earnings over time and their posts' engagement
- * (finance and admin may read anyone's). All served from ClickHouse (src/app/indexer).
+ * Finance (role finance or admin, through a `read` key): daily ledger-vs-chain totals, the
+ * exception list and one transaction's drill-down. Creators: their own earnings over time and
+ * their posts' engagement (finance and admin may read anyone's). All served from ClickHouse
+ * (src/app/indexer).
  */
 
 const MAX_EXCEPTIONS_PAGE = 100;
+
+/**
+ * The finance fields' check, as their REST twin (GET /finance/reconciliation) makes it: a key
+ * holding `read`, of a finance or admin account. The role alone would let a finance account's
+ * delegated `engage` key read the books. `read` first: a key without it is told so, as REST does.
+ */
+const FINANCE_READ = { $all: { read: true, finance: true } } as const;
 
 const StatusEnum = builder.enumType('ReconciliationStatus', {
   values: Object.fromEntries(RECONCILIATION_STATUSES.map((s) => [s.toUpperCase(), { value: s }])) as Record<
@@ -136,8 +144,9 @@ const PostStatsRef = builder.objectRef<PostStats>('PostStats').implement({
 builder.queryFields((t) => ({
   reconciliationSummary: t.field({
     type: [ReconciliationDay],
-    description: 'Per ledger day from..to (YYYY-MM-DD, inclusive). Finance role.',
-    authScopes: { finance: true },
+    description:
+      'Per ledger day from..to (YYYY-MM-DD, inclusive). Needs `read` and the finance or admin role.',
+    authScopes: FINANCE_READ,
     args: { from: t.arg.string({ required: true }), to: t.arg.string({ required: true }) },
     resolve: (_root, args, ctx) =>
       reconciliationSummary(ctx.deps.clickhouse, parseDay(args.from, 'from'), parseDay(args.to, 'to')),
@@ -145,8 +154,8 @@ builder.queryFields((t) => ({
   reconciliationExceptions: t.connection(
     {
       type: ReconciliationEntry,
-      description: `Every verdict but matched (or one status), newest day first; first 1 to ${MAX_EXCEPTIONS_PAGE}. Finance role.`,
-      authScopes: { finance: true },
+      description: `Every verdict but matched (or one status), newest day first; first 1 to ${MAX_EXCEPTIONS_PAGE}. Needs \`read\` and the finance or admin role.`,
+      authScopes: FINANCE_READ,
       args: { status: t.arg({ type: StatusEnum }), day: t.arg.string() },
       resolve: async (_root, args, ctx) => {
         const first = args.first ?? 20;
@@ -177,8 +186,9 @@ builder.queryFields((t) => ({
   chainTransaction: t.field({
     type: ChainTransaction,
     nullable: true,
-    description: 'A transaction as the indexer saw it: movements and reconciliation. Finance role.',
-    authScopes: { finance: true },
+    description:
+      'A transaction as the indexer saw it: movements and reconciliation. Needs `read` and the finance or admin role.',
+    authScopes: FINANCE_READ,
     args: { signature: t.arg.string({ required: true }) },
     resolve: (_root, args, ctx) => chainTransaction(ctx.deps.clickhouse, args.signature),
   }),

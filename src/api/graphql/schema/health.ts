@@ -3,7 +3,7 @@ import {
   type DependencyHealth,
   type HealthReport,
 } from '../../../domain/health/health.service.js';
-import { isFinance } from '../../../domain/auth/access-rules.js';
+import { readsAsFinance } from '../../../domain/auth/access-rules.js';
 import { builder } from '../builder.js';
 
 const DependencyHealthType = builder.objectRef<DependencyHealth>('DependencyHealth').implement({
@@ -21,7 +21,7 @@ const DependencyHealthType = builder.objectRef<DependencyHealth>('DependencyHeal
     error: t.string({
       nullable: true,
       description:
-        'Why it is down: the probe error itself for the admin and finance roles, a summary (a timeout, or that the probe failed) for everyone else.',
+        'Why it is down: the probe error itself for the admin and finance roles (with a `read` key), a summary (a timeout, or that the probe failed) for everyone else.',
       resolve: (dependency) => dependency.detail ?? dependency.error ?? null,
     }),
   }),
@@ -43,10 +43,10 @@ builder.queryField('health', (t) =>
     description:
       'Status and latency of every backing service (the same report as GET /healthz, probed at most once every 2 seconds).',
     // Every selection shares one cached report (app/app.ts), so aliases cannot multiply probes.
-    // Probe errors name internal hosts: only operators see them.
+    // Probe errors name internal hosts: only operators see them, and only through a `read` key.
     resolve: async (_root, _args, ctx) => {
       const report = await ctx.deps.checkHealth();
-      const operator = isFinance(ctx.viewer);
+      const operator = readsAsFinance(ctx.viewer);
       return operator ? report : publicHealthReport(report);
     },
   }),

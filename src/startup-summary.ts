@@ -16,7 +16,7 @@ export function startupSummary(service: RunningService): string {
     rows.push(['GraphQL', `${service.apiUrl}/graphql`]);
     rows.push(['Health', `${service.apiUrl}/healthz`]);
     rows.push(['Metrics', `${service.apiUrl}/metrics`]);
-    rows.push(['Dashboards', `${service.apiUrl}/dashboard/ (queues: /admin/queues, admin role)`]);
+    rows.push(['Dashboards', `${service.apiUrl}/dashboard/ (queues: /admin/queues, an admin's full key)`]);
   }
   if (service.healthUrl) {
     rows.push(['Health', `${service.healthUrl}/healthz`]);

@@ -8,7 +8,11 @@ const postBody = {
   required: ['content', 'type'],
   additionalProperties: false,
   properties: {
-    content: { type: 'string', description: 'Non-empty after trimming; at most 1,000 characters' },
+    content: {
+      type: 'string',
+      description:
+        'Non-empty after trimming; at most 1,000 characters. Tab, line feed and CRLF are allowed; no other control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)',
+    },
     type: { type: 'string', enum: ['post', 'reply', 'quote'] },
     parent_id: { type: 'string', format: 'uuid', description: 'The post replied to (reply only)' },
     quoted_post_id: { type: 'string', format: 'uuid', description: 'The post quoted (quote only)' },

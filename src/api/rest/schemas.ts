@@ -23,6 +23,15 @@ export const insufficientBalanceBody = {
 
 const handle = { type: 'string', pattern: '^[a-z0-9_]{3,20}$', description: '3-20 of a-z, 0-9, _' } as const;
 
+/** The text rule of one-line fields (src/domain/text/storable-text.ts), as descriptions state it. */
+export const ONE_LINE =
+  'one line: no control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)';
+const displayName = {
+  type: 'string',
+  maxLength: 50,
+  description: `At most 50 characters, ${ONE_LINE}`,
+} as const;
+
 /** Fields own and public profiles share. */
 const profileRequired = ['handle', 'display_name', 'avatar_url', 'bio', 'wallet_address'] as const;
 const profileProperties = {
@@ -65,7 +74,7 @@ export const signUpBody = {
   type: 'object',
   required: ['handle'],
   additionalProperties: false,
-  properties: { handle, display_name: { type: 'string', maxLength: 50 } },
+  properties: { handle, display_name: displayName },
 } as const;
 
 export const profilePatchBody = {
@@ -73,8 +82,8 @@ export const profilePatchBody = {
   additionalProperties: false,
   properties: {
     handle,
-    display_name: { type: 'string', maxLength: 50 },
-    bio: { type: 'string', maxLength: 160 },
+    display_name: displayName,
+    bio: { type: 'string', maxLength: 160, description: `At most 160 characters, ${ONE_LINE}` },
   },
 } as const;
 

@@ -3,7 +3,7 @@ import { sendAndWait } from '../../app/write-path/paid-writes.js';
 import { usdNumber } from '../http-views.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { parseSendAmount } from '../../domain/sends/send-rules.js';
-import { authErrors, errorBody, insufficientBalanceBody, pendingStatus } from './schemas.js';
+import { authErrors, errorBody, insufficientBalanceBody, ONE_LINE, pendingStatus } from './schemas.js';
 
 /** Types only: the rules (minimum, decimals, memo length) are the domain's, with messages naming them. */
 const sendBody = {
@@ -19,7 +19,7 @@ const sendBody = {
     },
     memo: {
       type: 'string',
-      description: 'At most 200 characters; on chain in the Memo and in both histories',
+      description: `At most 200 characters, ${ONE_LINE}; on chain in the Memo and in both histories`,
     },
   },
 } as const;

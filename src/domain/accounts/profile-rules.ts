@@ -1,5 +1,5 @@
 import { AppError } from '../errors.js';
-import { containsNul, nulMessage } from '../text/storable-text.js';
+import { refusedTextMessage } from '../text/storable-text.js';
 
 /** The spec's handle rule: 3 to 20 of lowercase letters, digits and underscores. */
 const HANDLE = /^[a-z0-9_]{3,20}$/;
@@ -15,17 +15,24 @@ export function normalizeHandle(raw: string): string {
 }
 
 export function validateHandle(handle: unknown, field = 'handle'): string {
+  // The pattern refuses control and bidi characters too; the text rule says which one it was.
+  const refused = typeof handle === 'string' ? refusedTextMessage(field, handle) : undefined;
+  if (refused) throw new AppError('invalid_request', refused, { field });
   if (typeof handle !== 'string' || !HANDLE.test(handle)) {
     throw new AppError('invalid_request', `${field} must be ${HANDLE_RULE}`, { field });
   }
   return handle;
 }
 
-/** Display names and bios count characters (code points), as people do, not UTF-16 units. */
+/**
+ * Display names and bios: one line, no control or bidi characters (storable-text.ts); counted in
+ * characters (code points), as people do, not UTF-16 units.
+ */
 export function validateText(value: unknown, field: 'display_name' | 'bio', max: number): string {
   if (typeof value !== 'string')
     throw new AppError('invalid_request', `${field} must be a string`, { field });
-  if (containsNul(value)) throw new AppError('invalid_request', nulMessage(field), { field });
+  const refused = refusedTextMessage(field, value);
+  if (refused) throw new AppError('invalid_request', refused, { field });
   if ([...value].length > max) {
     throw new AppError('invalid_request', `${field} must be at most ${max} characters`, { field });
   }

@@ -1,5 +1,5 @@
 import { AppError } from '../errors.js';
-import { containsNul, nulMessage } from '../text/storable-text.js';
+import { refusedTextMessage } from '../text/storable-text.js';
 
 export type PostType = 'post' | 'reply' | 'quote';
 export const POST_TYPES: readonly PostType[] = ['post', 'reply', 'quote'];
@@ -27,7 +27,8 @@ export interface PostInput {
 }
 
 /**
- * The rules of a post: content non-empty after trimming and at most 1,000 characters; a reply
+ * The rules of a post: content non-empty after trimming, at most 1,000 characters, with line breaks
+ * and tabs but no other control characters and no bidi controls (storable-text.ts); a reply
  * names a parent, a quote a quoted post, a plain post neither. Messages name the fields as the
  * REST spec does (`parent_id`), the wording every client has seen.
  */
@@ -39,9 +40,8 @@ export function validatePostDraft(input: PostInput): PostDraft {
   if (content.trim().length === 0) {
     throw new AppError('invalid_request', 'content must be a non-empty string', { field: 'content' });
   }
-  if (containsNul(content)) {
-    throw new AppError('invalid_request', nulMessage('content'), { field: 'content' });
-  }
+  const refused = refusedTextMessage('content', content, { multiline: true });
+  if (refused) throw new AppError('invalid_request', refused, { field: 'content' });
   if ([...content].length > CONTENT_MAX) {
     throw new AppError('invalid_request', `content must be at most ${CONTENT_MAX} characters`, {
       field: 'content',

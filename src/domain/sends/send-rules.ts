@@ -1,7 +1,7 @@
 import { AppError } from '../errors.js';
 import { normalizeHandle } from '../accounts/profile-rules.js';
 import { formatMicroUsd, parseUsdToMicro } from '../money/usd.js';
-import { containsNul, nulMessage } from '../text/storable-text.js';
+import { refusedTextMessage } from '../text/storable-text.js';
 
 /** The smallest send: $0.01 (spec), in micro-USD. */
 export const MIN_SEND_MICRO = 10_000n;
@@ -69,13 +69,16 @@ export function validateSendDraft(input: SendInput): SendDraft {
   if (normalizeHandle(rawHandle) === '') {
     throw invalid('to_handle', 'to_handle must be the recipient handle (without the @)');
   }
-  if (containsNul(rawHandle)) throw invalid('to_handle', nulMessage('to_handle'));
+  const refusedHandle = refusedTextMessage('to_handle', rawHandle);
+  if (refusedHandle) throw invalid('to_handle', refusedHandle);
   if (input.amountMicro < MIN_SEND_MICRO) {
     throw invalid('amount_usd', `amount_usd must be at least ${formatMicroUsd(MIN_SEND_MICRO)}`);
   }
   let memo: string | null = null;
   if (input.memo !== undefined && input.memo !== null) {
-    if (containsNul(input.memo)) throw invalid('memo', nulMessage('memo'));
+    // Shown to the recipient as "Received from @x: <memo>": one line, nothing that reorders it.
+    const refusedMemo = refusedTextMessage('memo', input.memo);
+    if (refusedMemo) throw invalid('memo', refusedMemo);
     if ([...input.memo].length > SEND_MEMO_MAX) {
       throw invalid('memo', `memo must be at most ${SEND_MEMO_MAX} characters`);
     }

@@ -190,8 +190,14 @@ const ProfileInput = builder.inputType('UpdateProfileInput', {
       description:
         '3-20 of a-z, 0-9, _; changes once per 7 days, with a key holding every scope. The handle given up stays reserved for this account for 7 days; returning to it is allowed meanwhile.',
     }),
-    displayName: t.string({ required: false, description: 'At most 50 characters.' }),
-    bio: t.string({ required: false, description: 'At most 160 characters.' }),
+    displayName: t.string({
+      required: false,
+      description: 'At most 50 characters; one line, no control or bidirectional control characters.',
+    }),
+    bio: t.string({
+      required: false,
+      description: 'At most 160 characters; one line, no control or bidirectional control characters.',
+    }),
   }),
 });
 

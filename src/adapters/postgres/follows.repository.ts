@@ -1,29 +1,14 @@
-import type { EdgePage, FollowStore, PageRequest } from '../../domain/follows/follows.service.js';
-import type { Account } from '../../domain/accounts/account.js';
+import { sql } from 'kysely';
+import type { FollowQuery, FollowRow, FollowStore } from '../../domain/follows/follows.service.js';
 import { toAccount } from './accounts.repository.js';
 import type { Db } from './db.js';
-
-/** Cursor of a follow list: the follow's time and the other account's id, base64url JSON. */
-function encodeCursor(createdAt: Date, id: string): string {
-  return Buffer.from(JSON.stringify([createdAt.toISOString(), id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): [Date, string] | undefined {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
-    const date = new Date(at);
-    return Number.isNaN(date.getTime()) || typeof id !== 'string' ? undefined : [date, id];
-  } catch {
-    return undefined;
-  }
-}
 
 export function createFollowStore(db: Db): FollowStore {
   const list = async (
     side: 'followers' | 'following',
     accountId: string,
-    page: PageRequest,
-  ): Promise<EdgePage<Account>> => {
+    { limit, after }: FollowQuery,
+  ): Promise<FollowRow[]> => {
     const [mine, theirs] =
       side === 'followers'
         ? (['followee_id', 'follower_id'] as const)
@@ -32,27 +17,27 @@ export function createFollowStore(db: Db): FollowStore {
       .selectFrom('follows')
       .innerJoin('accounts', 'accounts.id', `follows.${theirs}`)
       .selectAll('accounts')
-      .select('follows.created_at as followed_at')
+      // The exact text, microseconds kept: the next page starts strictly after it.
+      .select(
+        sql<string>`to_char(follows.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as(
+          'followed_at_exact',
+        ),
+      )
       .where(`follows.${mine}`, '=', accountId)
       .orderBy('follows.created_at', 'desc')
       .orderBy('accounts.id', 'desc')
-      .limit(page.first + 1);
-    const after = page.after ? decodeCursor(page.after) : undefined;
+      .limit(limit);
     if (after) {
-      query = query.where((eb) =>
-        eb.or([
-          eb('follows.created_at', '<', after[0]),
-          eb.and([eb('follows.created_at', '=', after[0]), eb('accounts.id', '<', after[1])]),
-        ]),
+      // The service validated both values (an exact instant, a UUID) before they reach the casts.
+      query = query.where(
+        sql<boolean>`(follows.created_at, accounts.id) < (${after.at}::timestamptz, ${after.id}::uuid)`,
       );
     }
     const rows = await query.execute();
-    return {
-      items: rows
-        .slice(0, page.first)
-        .map((row) => ({ node: toAccount(row), cursor: encodeCursor(row.followed_at, row.id) })),
-      hasNextPage: rows.length > page.first,
-    };
+    return rows.map((row) => ({
+      account: toAccount(row),
+      position: { at: row.followed_at_exact, id: row.id },
+    }));
   };
   return {
     follow: async (followerId, followeeId) => {
@@ -69,7 +54,7 @@ export function createFollowStore(db: Db): FollowStore {
         .where('followee_id', '=', followeeId)
         .execute();
     },
-    followers: (accountId, page) => list('followers', accountId, page),
-    following: (accountId, page) => list('following', accountId, page),
+    followers: (accountId, query) => list('followers', accountId, query),
+    following: (accountId, query) => list('following', accountId, query),
   };
 }

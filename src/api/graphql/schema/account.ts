@@ -5,7 +5,7 @@ import { findByHandle, requireAccount, updateProfile } from '../../../domain/acc
 import { accountCountsKey, accountKey, handleKey } from '../../../app/change-signals.js';
 import { normalizeHandle } from '../../../domain/accounts/profile-rules.js';
 import { AppError } from '../../../domain/errors.js';
-import { follow, unfollow, type FollowStore } from '../../../domain/follows/follows.service.js';
+import { follow, listFollows, unfollow } from '../../../domain/follows/follows.service.js';
 import { baseUrlOf } from '../../base-url.js';
 import { avatarUrl } from '../../http-views.js';
 import { builder } from '../builder.js';
@@ -57,7 +57,6 @@ const AccountConnection = builder.connectionObject({
 /** Forward paging only, at most MAX_PAGE per page: the follow lists are keyset-paged newest first. */
 async function followPage(
   ctx: GraphQLContext,
-  follows: FollowStore,
   side: 'followers' | 'following',
   accountId: string,
   args: { first?: number | null; after?: string | null; last?: number | null; before?: string | null },
@@ -67,7 +66,10 @@ async function followPage(
   const first = args.first ?? DEFAULT_PAGE;
   if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE)
     throw new AppError('invalid_request', `first must be between 1 and ${MAX_PAGE}`, { field: 'first' });
-  const page = await follows[side](accountId, { first, ...(args.after ? { after: args.after } : {}) });
+  const page = await listFollows(ctx.deps, side, accountId, {
+    first,
+    ...(args.after != null ? { after: args.after } : {}),
+  });
   // A follow or unfollow changes both accounts' counts key; each listed profile is shown too.
   readsKey(ctx, accountCountsKey(accountId));
   for (const { node } of page.items) readsKey(ctx, accountKey(node.id));
@@ -109,7 +111,7 @@ for (const ref of [AccountRef, ViewerRef]) {
       {
         type: AccountRef,
         description: `Accounts following this one, newest follow first; \`first\` at most ${MAX_PAGE}.`,
-        resolve: (account, args, ctx) => followPage(ctx, ctx.deps.follows, 'followers', account.id, args),
+        resolve: (account, args, ctx) => followPage(ctx, 'followers', account.id, args),
       },
       AccountConnection,
     ),
@@ -117,7 +119,7 @@ for (const ref of [AccountRef, ViewerRef]) {
       {
         type: AccountRef,
         description: `Accounts this one follows, newest follow first; \`first\` at most ${MAX_PAGE}.`,
-        resolve: (account, args, ctx) => followPage(ctx, ctx.deps.follows, 'following', account.id, args),
+        resolve: (account, args, ctx) => followPage(ctx, 'following', account.id, args),
       },
       AccountConnection,
     ),

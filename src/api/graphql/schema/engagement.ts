@@ -89,7 +89,10 @@ const SendInput = builder.inputType('SendInput', {
       description:
         'Decimal dollars as a string, read exactly ("1.25"): at least 0.01, at most 6 decimals, at most the available balance.',
     }),
-    memo: t.string({ description: 'At most 200 characters; goes on chain and into both histories.' }),
+    memo: t.string({
+      description:
+        'At most 200 characters, one line: no control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069); goes on chain and into both histories.',
+    }),
   }),
 });
 
@@ -102,7 +105,11 @@ const LikeResult = builder.objectRef<LikeState>('LikeResult').implement({
 
 const CreatePostInput = builder.inputType('CreatePostInput', {
   fields: (t) => ({
-    content: t.string({ required: true }),
+    content: t.string({
+      required: true,
+      description:
+        'Non-empty after trimming; at most 1,000 characters. Tab, line feed and CRLF are allowed; no other control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069).',
+    }),
     type: t.field({ type: PostTypeEnum, required: true }),
     parentId: t.id({ description: 'The post replied to (reply only).' }),
     quotedPostId: t.id({ description: 'The post quoted (quote only).' }),

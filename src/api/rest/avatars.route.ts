@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../../app/api-deps.js';
 
+const ACCOUNT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /**
  * GET /avatars/:id.svg: the default avatar of an account without one, generated from its id (a
  * colour and the first letter of the handle), so `avatar_url` is always a working URL. Public and
@@ -10,7 +12,9 @@ import type { ApiDeps } from '../../app/api-deps.js';
 export function registerAvatarRoute(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Params: { file: string } }>('/avatars/:file', async (request, reply) => {
     const id = request.params.file.replace(/\.svg$/, '');
-    const account = /^[0-9a-f-]{36}$/.test(id) ? await deps.accounts.byId(id) : undefined;
+    // Only a real UUID reaches Postgres: 36 hex digits and dashes in any order (`----…`) failed
+    // the uuid cast there and answered 500. Lower case only: the URLs we hand out are.
+    const account = ACCOUNT_ID.test(id) ? await deps.accounts.byId(id) : undefined;
     if (!account) return reply.status(404).send({ error: 'not_found', message: 'No such avatar' });
     const hue = createHash('sha256').update(account.id).digest()[0]! * (360 / 256);
     const letter = (account.handle[0] ?? '?').toUpperCase();

@@ -146,14 +146,25 @@ export function cursorOf(row: ReconciliationRow): string {
   return Buffer.from(JSON.stringify([row.day, row.movementId, row.signature])).toString('base64url');
 }
 
+// Checked in full, not by shape: ClickHouse refused `----…` as a UUID with an error (answered
+// INTERNAL_SERVER_ERROR) and read 36 hex digits or a 13th month as something else.
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A YYYY-MM-DD that names a real day (no 2026-02-30: Date would roll it into March). */
+function isCalendarDay(day: string): boolean {
+  if (!DAY.test(day)) return false;
+  const date = new Date(`${day}T00:00:00Z`);
+  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === day;
+}
+
 function decodeCursor(cursor: string): { day: string; movementId: string; signature: string } {
   try {
     const [day, movementId, signature] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as string[];
     if (
       typeof day === 'string' &&
-      DAY.test(day) &&
+      isCalendarDay(day) &&
       typeof movementId === 'string' &&
-      /^[0-9a-f-]{36}$/.test(movementId) &&
+      UUID.test(movementId) &&
       typeof signature === 'string'
     ) {
       return { day, movementId, signature };

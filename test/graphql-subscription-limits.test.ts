@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { MAX_STREAMS_PER_ACCOUNT } from '../src/api/graphql/live-streams.js';
@@ -41,6 +42,68 @@ async function openStream(who: Member): Promise<OpenStream> {
     }
   })();
   return { ended, close: () => abort.abort() };
+}
+
+/** One subscription request, as answered: a held stream, or a refusal with its parsed body. */
+interface Attempt {
+  accept: string | undefined;
+  status: number;
+  contentType: string | undefined;
+  /** The refusal's body; undefined for a stream. */
+  body?: unknown;
+  /** Resolves when the response ends (a stream: when the server cuts it or the test closes it). */
+  ended: Promise<void>;
+  close(): void;
+}
+
+/**
+ * A subscription as `who` with this Accept header, or none at all (node:http, since fetch always
+ * sends one). A 200 is held open as a stream; anything else is read whole.
+ */
+function attempt(who: Member, accept: string | undefined): Promise<Attempt> {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${who.key}`,
+    'content-type': 'application/json',
+  };
+  if (accept !== undefined) headers.accept = accept;
+  return new Promise((resolve, reject) => {
+    const req = request(`${h.base}/graphql`, { method: 'POST', headers, agent: false }, (res) => {
+      const status = res.statusCode ?? 0;
+      const contentType = res.headers['content-type'];
+      const ended = new Promise<void>((done) => res.once('close', done));
+      const close = () => req.destroy();
+      res.on('error', () => {}); // a cut stream: `ended` tells
+      if (status === 200) {
+        res.resume();
+        resolve({ accept, status, contentType, ended, close });
+        return;
+      }
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.once('end', () => {
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // not JSON: the assertion shows the text
+        }
+        resolve({ accept, status, contentType, body, ended, close });
+      });
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ query: POST_CREATED }));
+  });
+}
+
+/** Subscribers of one live topic across every process, as Redis counts them. */
+async function redisSubscribers(topic: string): Promise<number> {
+  const app = h.env.app;
+  const [, count] = (await app.redis.pubsub('NUMSUB', `${app.redisPrefix}:live:${topic}`)) as [
+    string,
+    number,
+  ];
+  return Number(count);
 }
 
 /** `promise`, or a failure after `ms`: a stream that never ends must fail the test, not hang it. */
@@ -121,6 +184,52 @@ describe('streams per account', () => {
         .toBe(true);
     } finally {
       for (const stream of streams) stream.close();
+    }
+  });
+});
+
+describe('streams per account, whatever the Accept header', () => {
+  test('eight subscriptions with mixed Accept headers hold at most five streams, the rest are refused with a JSON 4xx, and revoking the key ends every open one', async () => {
+    const member = await h.member('sl_mixed', 0n);
+    const accepts = ['text/event-stream', '*/*', undefined, 'multipart/mixed'];
+    const attempts: Attempt[] = [];
+    try {
+      // One after another, so which are refused is known: Yoga streams subscriptions as server-sent
+      // events only (`*/*` and no header mean any type), so multipart/mixed is refused with 406;
+      // the sixth stream, whatever it asked for, with 429.
+      for (const accept of [...accepts, ...accepts]) attempts.push(await attempt(member, accept));
+      expect(attempts.map(({ accept, status }) => `${accept} ${status}`)).toEqual([
+        'text/event-stream 200',
+        '*/* 200',
+        'undefined 200',
+        'multipart/mixed 406',
+        'text/event-stream 200',
+        '*/* 200',
+        'undefined 429',
+        'multipart/mixed 429',
+      ]);
+      const open = attempts.filter(({ status }) => status === 200);
+      expect(open).toHaveLength(MAX_STREAMS_PER_ACCOUNT);
+      for (const stream of open) expect(stream.contentType).toMatch(/^text\/event-stream/);
+      for (const refused of attempts.filter(({ status }) => status !== 200)) {
+        expect(refused.contentType).toMatch(/^application\/json/);
+        expect(refused.body).toEqual({ error: expect.any(String), message: expect.any(String) });
+      }
+      expect(attempts[3]!.body).toEqual({
+        error: 'not_acceptable',
+        message: expect.stringMatching(/Accept: text\/event-stream/),
+      });
+      expect(attempts[6]!.body).toEqual({
+        error: 'rate_limited',
+        message: expect.stringMatching(/at most 5 open subscriptions/),
+      });
+
+      await revokeApiKey(h.env.app.apiKeys, lookupIdOf(member.key)!, member.account.id);
+      await within(Promise.all(open.map(({ ended }) => ended)), 5_000, 'not every stream ended');
+      // Nothing was left subscribed, not even by the refused multipart request.
+      await expect.poll(() => redisSubscribers('post-created'), { timeout: 5_000 }).toBe(0);
+    } finally {
+      for (const stream of attempts) stream.close();
     }
   });
 });

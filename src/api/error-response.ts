@@ -6,6 +6,13 @@ import { usdNumber } from './http-views.js';
 
 /** Request bodies are small JSON documents; anything larger is a mistake or an attack. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
+/**
+ * How long a request may take to arrive, from its first byte (or its connection's opening) to the
+ * last byte of its body: ample for 64 KiB on any link, short enough that a client dripping a byte
+ * at a time holds a connection for seconds, not forever. Answering takes as long as it takes (an
+ * event stream, a paid write waiting for the chain): only receiving the request counts.
+ */
+export const REQUEST_RECEIVE_TIMEOUT_MS = 10_000;
 
 /** Maps any thrown error to a status and a `{ error, message }` body; never leaks a stack. */
 export function toErrorResponse(error: unknown): { status: number; body: ErrorBody } {
@@ -50,6 +57,30 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
     };
   }
   return { status: 500, body: { error: 'internal', message: 'Internal server error' } };
+}
+
+/**
+ * The answer to a request node refused before any route saw all of it (the server's clientError):
+ * one that did not arrive within REQUEST_RECEIVE_TIMEOUT_MS, headers too large, or bytes that are
+ * not HTTP.
+ */
+export function clientErrorResponse(error: { code?: string }): { status: number; body: ErrorBody } {
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return {
+      status: 408,
+      body: {
+        error: 'request_timeout',
+        message: `The request (headers and body) did not arrive within ${REQUEST_RECEIVE_TIMEOUT_MS / 1000} s`,
+      },
+    };
+  }
+  if (error.code === 'HPE_HEADER_OVERFLOW') {
+    return {
+      status: 431,
+      body: { error: 'headers_too_large', message: 'The request headers are too large' },
+    };
+  }
+  return { status: 400, body: { error: 'invalid_request', message: 'Malformed HTTP request' } };
 }
 
 /** Node's socket errors for a peer that is down or went away. */

@@ -11,7 +11,7 @@ import type { ApiDeps } from '../app/api-deps.js';
 import type { ErrorBody } from './error-map.js';
 import { registerDashboards } from './dashboards/dashboard.routes.js';
 import { registerOperationsRoutes } from './operations.routes.js';
-import { createLiveStreams, type StreamSlot } from './graphql/live-streams.js';
+import { createLiveStreams } from './graphql/live-streams.js';
 import { fastGraphqlAnswer, type GraphqlAnswer } from './graphql/fast-path.js';
 import { createGraphqlResponseCache, type GraphqlResponseCache } from './graphql/response-cache.js';
 import { createFronts, KEEP_ALIVE_TIMEOUT_MS, type Fronts } from './fronts.js';
@@ -45,6 +45,8 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
     loggerInstance,
     serverFactory: fronts.serverFactory,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    // A request not received within REQUEST_RECEIVE_TIMEOUT_MS is answered 408 with our JSON body.
+    clientErrorHandler: fronts.clientErrorHandler,
     // One readable line per request (below) instead of Fastify's two JSON lines.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
@@ -163,13 +165,15 @@ function mountGraphql(
   answers: GraphqlResponseCache,
   fronts: Pick<Fronts, 'payloadOf'>,
 ): void {
-  const yoga = createGraphqlServer(deps, [answers.plugin]);
+  // Every subscription is admitted (counted, or refused) by the live streams' plugin when Yoga is
+  // about to subscribe it, whatever its transport; the route then holds or frees its slot.
+  const streams = createLiveStreams(deps);
+  const yoga = createGraphqlServer(deps, [answers.plugin, streams.plugin]);
   // No multipart parser: the schema takes no uploads, and a parser that handed Yoga the raw stream
   // let an anonymous client send an unbounded body. Fastify answers such a request 415 from its
   // content type alone, before reading the body or authenticating.
   // Subscriptions stream (SSE) until the client leaves; close() would wait for them forever. They
   // are cut as a client disconnect cuts them (Yoga ends the subscription); clients reconnect.
-  const streams = createLiveStreams(deps);
   app.addHook('preClose', (done) => {
     streams.closeAll();
     done();
@@ -180,30 +184,26 @@ function mountGraphql(
     // A body the GraphQL front read before handing the request over (graphql/graphql-front.ts).
     preParsing: (request, _reply, payload, done) => done(null, fronts.payloadOf(request.raw, payload)),
     handler: async (req, reply) => {
-      // A stream slot is taken before Yoga runs (a refused one answers 429 without subscribing).
-      let slot: StreamSlot | undefined;
       const execute = async (track?: DependencyTracker): Promise<GraphqlAnswer> => {
         const fast = await fastGraphqlAnswer(yoga, { req, reply, track });
         if (fast) return fast;
-        slot = await streams.admit(req);
         try {
           return answerOf(await yoga.handleNodeRequestAndResponse(req, reply, { req, reply, track }));
         } catch (error) {
-          slot?.release();
+          streams.abandon(req);
           throw error;
         }
       };
       const served = await answers.serve(req, reply, execute);
       if (served.kind === 'answered') return reply;
       const answer = served.kind === 'executed' ? served.answer : await execute();
-      let stream = false;
-      for (const [name, value] of answer.headers) {
-        void reply.header(name, value);
-        if (name.toLowerCase() === 'content-type' && value.startsWith('text/event-stream')) stream = true;
+      const refusal = streams.settle(req, answer, reply.raw);
+      if (refusal) {
+        if (answer.body instanceof ReadableStream) void answer.body.cancel().catch(() => {});
+        return reply.status(refusal.status).send(refusal.body);
       }
+      for (const [name, value] of answer.headers) void reply.header(name, value);
       void reply.status(answer.status);
-      if (stream) slot?.attach(reply.raw);
-      else slot?.release();
       return reply.send(answer.body);
     },
   });

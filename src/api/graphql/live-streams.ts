@@ -1,9 +1,16 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyRequest } from 'fastify';
+import type { ExecutionArgs, ExecutionResult } from 'graphql';
+import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
 import { EVERYTHING } from '../../app/change-signals.js';
 import type { ApiDeps } from '../../app/api-deps.js';
+import type { ErrorBody } from '../error-map.js';
+import { toErrorResponse } from '../error-response.js';
+import type { GraphQLContext } from './context.js';
+import { toGraphqlError } from './errors.js';
+import type { GraphqlAnswer } from './fast-path.js';
 
 /** Open subscription streams (SSE) one account may hold on one API process. */
 export const MAX_STREAMS_PER_ACCOUNT = 5;
@@ -14,30 +21,56 @@ export const MAX_STREAMS_PER_ACCOUNT = 5;
  */
 const RECHECK_EVERY_MS = 2_000;
 
-/** A stream admitted for one account: hand it its response once Yoga answers, or release it. */
-export interface StreamSlot {
-  /** The answer is a stream: it counts until it closes and ends when its key is revoked. */
-  attach(raw: ServerResponse): void;
-  /** The answer was not a stream (an error, a single result): the slot is free again. */
-  release(): void;
+/** What the route answers instead of Yoga's answer to a subscription it refuses. */
+export interface StreamRefusal {
+  status: number;
+  body: ErrorBody;
 }
 
 export interface LiveStreams {
   /**
-   * A slot for a request that asks for an event stream, or undefined for any other request.
-   * Refuses (429 rate_limited) an account that already holds MAX_STREAMS_PER_ACCOUNT streams,
-   * before anything is subscribed. A request without a valid key gets an uncounted slot (its
-   * answer is one error event; every subscription needs a key), so closeAll still cuts it.
+   * The Yoga plugin that admits every subscription when Yoga is about to subscribe it, whatever
+   * the request's transport (POST or GET, any Accept header): the operation decides, not a
+   * header. It refuses (429 rate_limited) an account that already holds MAX_STREAMS_PER_ACCOUNT
+   * streams before anything is subscribed. A subscription without a key takes an uncounted slot
+   * (its answer is one error: every subscription field needs a key), so closeAll still cuts it.
    */
-  admit(req: FastifyRequest): Promise<StreamSlot | undefined>;
+  plugin: Plugin;
+  /**
+   * Once Yoga answered `req`: an event stream holds its slot until its response closes (and is cut
+   * when its key is revoked); any other answer frees it and ends what Yoga subscribed. Returns what
+   * to answer instead of Yoga's answer: the refusal, or a JSON 406 naming the transport when Yoga
+   * could not stream the subscription in the format asked for (it answers an empty 406).
+   */
+  settle(req: FastifyRequest, answer: GraphqlAnswer, raw: ServerResponse): StreamRefusal | undefined;
+  /** Yoga failed on `req`: its slot, if it took one, is free again. */
+  abandon(req: FastifyRequest): void;
   /** Cuts every open stream (the server is closing; clients reconnect). */
   closeAll(): void;
 }
 
+/** Yoga streams a subscription as server-sent events only (never as multipart/mixed). */
+const NOT_STREAMABLE: StreamRefusal = {
+  status: 406,
+  body: {
+    error: 'not_acceptable',
+    message:
+      'Subscriptions are streamed as server-sent events: send Accept: text/event-stream (or */*, or no Accept header)',
+  },
+};
+
+/** What the plugin reads of Yoga's onSubscribe event (envelop types the context generically). */
+interface SubscribeEvent {
+  args: ExecutionArgs;
+  setResultAndStopExecution: (result: ExecutionResult) => void;
+}
+
 interface OpenStream {
-  /** The key's account and the header it came with; absent for a stream without a valid key. */
+  /** The key's account and the header it came with; absent for a subscription without a key. */
   owner?: { accountId: string; authorization: string };
   raw?: ServerResponse;
+  /** What Yoga subscribed, ended by hand when Yoga does not stream it (its 406 leaves it open). */
+  events?: AsyncIterator<unknown>;
 }
 
 /**
@@ -61,10 +94,20 @@ export function createLiveStreams(deps: Pick<ApiDeps, 'apiKeys' | 'changes' | 'l
     return count;
   };
 
-  const cut = (stream: OpenStream) => {
+  const free = (stream: OpenStream) => {
     open.delete(stream);
-    stream.raw?.destroy();
     if (open.size === 0) stopWatching();
+  };
+
+  const cut = (stream: OpenStream) => {
+    free(stream);
+    stream.raw?.destroy();
+  };
+
+  /** Freed, and what Yoga subscribed for it ended: nothing will stream it. */
+  const drop = (stream: OpenStream) => {
+    free(stream);
+    stream.events?.return?.().catch((err: unknown) => deps.logger.warn({ err }, 'live stream: not ended'));
   };
 
   /** Every distinct key of the open streams, authenticated again (a cached lookup, usually). */
@@ -124,47 +167,70 @@ export function createLiveStreams(deps: Pick<ApiDeps, 'apiKeys' | 'changes' | 'l
     unsubscribe = undefined;
   };
 
-  return {
-    admit: async (req) => {
-      if (!req.headers.accept?.includes('text/event-stream')) return undefined;
-      const stream: OpenStream = {};
-      const authorization = req.headers.authorization;
-      // A bad key is Yoga's to refuse (401, as for any request); it holds no counted slot.
-      const viewer = authorization
-        ? await authenticate(deps.apiKeys, authorization).catch((error: unknown) => {
-            if (error instanceof AppError && error.code === 'unauthorized') return undefined;
-            throw error;
-          })
-        : undefined;
-      if (viewer && authorization) {
-        if (countOf(viewer.accountId) >= MAX_STREAMS_PER_ACCOUNT) {
-          throw new AppError(
-            'rate_limited',
-            `An account may hold at most ${MAX_STREAMS_PER_ACCOUNT} open subscriptions; close one before opening another`,
-          );
-        }
-        stream.owner = { accountId: viewer.accountId, authorization };
+  /** Every subscription's slot or refusal, by its request, until the route settles it. */
+  const admitted = new WeakMap<FastifyRequest, OpenStream | AppError>();
+
+  /** Synchronous from the count to the add: concurrent subscriptions cannot all pass the check. */
+  const admit = ({ req, viewer }: GraphQLContext): OpenStream | AppError => {
+    const stream: OpenStream = {};
+    // A bad key never gets here: building the context refused it (401).
+    const authorization = req.headers.authorization;
+    if (viewer && authorization) {
+      if (countOf(viewer.accountId) >= MAX_STREAMS_PER_ACCOUNT) {
+        return new AppError(
+          'rate_limited',
+          `An account may hold at most ${MAX_STREAMS_PER_ACCOUNT} open subscriptions; close one before opening another`,
+        );
       }
-      // Counted from now, before Yoga subscribes: concurrent requests cannot all pass the check.
-      open.add(stream);
-      watch();
-      return {
-        attach: (raw) => {
-          if (!open.has(stream)) {
-            raw.destroy();
-            return;
-          }
-          stream.raw = raw;
-          raw.once('close', () => {
-            open.delete(stream);
-            if (open.size === 0) stopWatching();
-          });
-        },
-        release: () => {
-          open.delete(stream);
-          if (open.size === 0) stopWatching();
-        },
-      };
+      stream.owner = { accountId: viewer.accountId, authorization };
+    }
+    open.add(stream);
+    watch();
+    return stream;
+  };
+
+  return {
+    plugin: {
+      onSubscribe: ({ args, setResultAndStopExecution }: SubscribeEvent) => {
+        const ctx = args.contextValue as GraphQLContext;
+        const decision = admit(ctx);
+        admitted.set(ctx.req, decision);
+        if (decision instanceof AppError) {
+          // Nothing is subscribed; the route answers the refusal instead of this result.
+          setResultAndStopExecution({ errors: [toGraphqlError(decision)] });
+          return;
+        }
+        return {
+          onSubscribeResult: ({ result }: { result: unknown }) => {
+            if (isAsyncIterable(result)) decision.events = result[Symbol.asyncIterator]();
+          },
+        };
+      },
+    },
+    settle: (req, answer, raw) => {
+      const decision = admitted.get(req);
+      admitted.delete(req);
+      if (decision === undefined) return undefined; // not a subscription
+      if (decision instanceof AppError) return toErrorResponse(decision);
+      const contentType = answer.headers.find(([name]) => name.toLowerCase() === 'content-type')?.[1];
+      if (contentType?.startsWith('text/event-stream')) {
+        if (!open.has(decision) || raw.destroyed) {
+          // Cut before its answer (closeAll, a revoked key), or its client already left.
+          drop(decision);
+          raw.destroy();
+          return undefined;
+        }
+        decision.raw = raw;
+        raw.once('close', () => free(decision));
+        return undefined;
+      }
+      drop(decision);
+      return answer.status === 406 ? NOT_STREAMABLE : undefined;
+    },
+    abandon: (req) => {
+      const decision = admitted.get(req);
+      admitted.delete(req);
+      if (decision !== undefined && !(decision instanceof AppError)) drop(decision);
     },
     closeAll: () => {
       for (const stream of [...open]) cut(stream);

@@ -12,7 +12,9 @@
  * also serves the reads, apart), the main thread's milliseconds per write above the idle phase,
  * Postgres transactions and Redis commands per write (Redis from INFO commandstats: its server's
  * count, which includes the commands BullMQ's Lua scripts run). No target: a figure to compare a
- * change of the write path with, on one machine, in one run.
+ * change of the write path with, on one machine, in one run. A write not answered 2xx exits 1.
+ * A smoke run (BENCH_SMOKE=1): phases of 1 s, no warm-up, 5 likes/s, 2 posts/s, 2 posters and 5
+ * likers.
  */
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,7 +22,7 @@ import { sql } from 'kysely';
 import type { Redis } from 'ioredis';
 import { createRedis } from '../src/adapters/redis/index.js';
 import type { RunningService } from '../src/service.js';
-import { intSetting } from './bench-settings.js';
+import { intSetting, sized } from './bench-settings.js';
 import { cpuTimes } from './machine-cpu.js';
 import { runBench, startBenchService } from './bench-service.js';
 import { startFundedWriter } from './bench-writer.js';
@@ -45,23 +47,29 @@ async function counters(service: RunningService, redis: Redis): Promise<Counters
 }
 
 async function main(): Promise<number> {
-  const seconds = intSetting('BENCH_SECONDS', 10, 1);
-  const warmupSeconds = intSetting('BENCH_WARMUP_SECONDS', 3, 0);
-  const likesPerSecond = intSetting('BENCH_LIKES', 100, 1);
-  const postsPerSecond = intSetting('BENCH_POSTS', 20, 1);
+  const seconds = intSetting('BENCH_SECONDS', 10, 1, 1);
+  const warmupSeconds = intSetting('BENCH_WARMUP_SECONDS', 3, 0, 0);
+  const likesPerSecond = intSetting('BENCH_LIKES', 100, 1, 5);
+  const postsPerSecond = intSetting('BENCH_POSTS', 20, 1, 2);
   const { service, stop } = await startBenchService(['api', 'worker']);
   let closeWriter: (() => Promise<void>) | undefined;
   // One connection for the INFO readings: their own commands are a few per phase.
   const redis = createRedis(service.app.stack.redis.url, 'client');
   try {
     await seedReadData(service, { posts: 500, authors: 5, tag: 'wc' });
-    const writer = await startFundedWriter(service, { posters: 40, likers: 200, tag: 'wc' });
+    const writer = await startFundedWriter(service, {
+      posters: sized(40, 2),
+      likers: sized(200, 5),
+      tag: 'wc',
+    });
     closeWriter = writer.close;
     console.log(
       `write-cost bench: roles api+worker, no reads; ${seconds} s per phase after ${warmupSeconds} s at its rate; ` +
         `Redis ${service.app.stack.redis.source}`,
     );
 
+    // No target, but a check: a phase's writes all answered 2xx, and some did.
+    const problems: string[] = [];
     let idleMainCores: number | undefined;
     let idleMachineCores: number | undefined;
     const phases: Array<{ label: string; rates: WriteRates; kind?: 'likes' | 'posts' }> = [
@@ -94,6 +102,15 @@ async function main(): Promise<number> {
       const machine = fromMachine && toMachine ? (toMachine.busy - fromMachine.busy) / 100 / elapsed : 0;
       idleMachineCores ??= machine;
       const answered = phase.kind ? result[phase.kind].okInWindow / result.steadySeconds : 0;
+      if (phase.kind) {
+        const { sent, ok, other } = result[phase.kind];
+        if (ok === 0 || ok !== sent) {
+          problems.push(
+            `${phase.label}: ${ok} of ${sent} answered 2xx` +
+              other.map(([outcome, n]) => `; ${n} x ${outcome}`).join(''),
+          );
+        }
+      }
       console.log(`\n== ${phase.label}`);
       console.log(
         `threads (cores): ${cores.map(([name, c]) => `${name} ${c.toFixed(3)}`).join(', ') || 'not available'}`,
@@ -115,7 +132,10 @@ async function main(): Promise<number> {
         );
       }
     }
-    return 0;
+    console.log('');
+    for (const problem of problems) console.log(`! ${problem}`);
+    console.log(`${problems.length === 0 ? 'PASS' : 'FAIL'}: write-cost (every write answered 2xx)`);
+    return problems.length === 0 ? 0 : 1;
   } finally {
     redis.disconnect();
     await closeWriter?.();

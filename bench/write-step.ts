@@ -9,12 +9,13 @@
  * Postgres connections at its start and end, and the machine's CPU. The default plan steps up
  * twice, the second time after three quiet windows (longer than pg's default idle timeout), so a
  * pool that closes idle connections meets the second step cold again. No target: see
- * bench/README.md and docs/benchmarks.md.
+ * bench/README.md and docs/benchmarks.md. A write not answered 2xx exits 1. A smoke run
+ * (BENCH_SMOKE=1): two windows of 1 s at the low level (2 + 5), 500 posts, 2 posters, 5 likers.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { RunningService } from '../src/service.js';
-import { intSetting } from './bench-settings.js';
+import { intSetting, sized, SMOKE } from './bench-settings.js';
 import { runBench, startBenchService } from './bench-service.js';
 import { settlePayments, startFundedWriter, writeLevels } from './bench-writer.js';
 import { cpuTimes, describeCpu } from './machine-cpu.js';
@@ -23,13 +24,15 @@ import type { WriteRates } from './read-writer.js';
 
 function readSettings() {
   const rates: Record<string, WriteRates> = writeLevels();
-  const names = (process.env.BENCH_STEP_PLAN ?? 'low,low,high,high,low,low,low,high,high').split(',');
+  const names = (
+    process.env.BENCH_STEP_PLAN ?? (SMOKE ? 'low,low' : 'low,low,high,high,low,low,low,high,high')
+  ).split(',');
   const plan = names.map((name) => {
     const level = rates[name.trim()];
     if (!level) throw new Error(`BENCH_STEP_PLAN: ${JSON.stringify(name)} is neither low nor high`);
     return { name: name.trim(), rates: level };
   });
-  return { plan, seconds: intSetting('BENCH_SECONDS', 9, 1) };
+  return { plan, seconds: intSetting('BENCH_SECONDS', 9, 1, 1) };
 }
 
 async function connections(service: RunningService): Promise<number> {
@@ -45,8 +48,14 @@ async function main(): Promise<number> {
   const settings = readSettings();
   const { service, stop } = await startBenchService(['api', 'worker']);
   try {
-    await seedReadData(service, { posts: 2_000, authors: 20, tag: 'step' });
-    const writer = await startFundedWriter(service, { posters: 40, likers: 200, tag: 'step' });
+    await seedReadData(service, { posts: sized(2_000, 500), authors: sized(20, 5), tag: 'step' });
+    const writer = await startFundedWriter(service, {
+      posters: sized(40, 2),
+      likers: sized(200, 5),
+      tag: 'step',
+    });
+    // No target, but a check: every window's writes answered 2xx.
+    const problems: string[] = [];
     try {
       console.log(
         `write-step bench: roles api+worker, nothing read; windows of ${settings.seconds} s, each after the payments backlog settled`,
@@ -59,6 +68,17 @@ async function main(): Promise<number> {
         await sleep(settings.seconds * 1000);
         const writes = await writer.stop();
         const after = await connections(service);
+        for (const [kind, result] of [
+          ['posts', writes.posts],
+          ['likes', writes.likes],
+        ] as const) {
+          if (result.ok !== result.sent) {
+            problems.push(
+              `window ${i + 1}: ${result.ok} of ${result.sent} ${kind} answered 2xx` +
+                result.other.map(([outcome, n]) => `; ${n} x ${outcome}`).join(''),
+            );
+          }
+        }
         console.log(
           `${String(i + 1).padStart(2)} ${window.name.padEnd(4)} ${window.rates.postsPerSecond} + ${window.rates.likesPerSecond}/s:` +
             ` posts p50 ${ms(writes.posts.p50Ms)} ms p99 ${ms(writes.posts.p99Ms)} ms,` +
@@ -67,10 +87,12 @@ async function main(): Promise<number> {
             ` (backlog settled in ${settled.seconds.toFixed(1)} s); ${describeCpu(cpuAtStart, cpuTimes())}`,
         );
       }
+      for (const problem of problems) console.log(`! ${problem}`);
+      console.log(`${problems.length === 0 ? 'PASS' : 'FAIL'}: write-step (every write answered 2xx)`);
+      return problems.length === 0 ? 0 : 1;
     } finally {
       await writer.close();
     }
-    return 0;
   } finally {
     await stop();
   }

@@ -6,20 +6,6 @@ import type {
   RecordedResource,
 } from '../../adapters/postgres/idempotency.repository.js';
 
-/**
- * The key store's statements, as with-idempotency-key.ts uses them (claim, read, take over a
- * dead request's key, renew the lease, store or release the answer): transports reach storage
- * through the app layer only.
- */
-export {
-  claimKey,
-  readKey,
-  releaseAfterFailure,
-  renewLease,
-  storeAnswer,
-  takeOverKey,
-} from '../../adapters/postgres/idempotency.repository.js';
-
 /** An Idempotency-Key is kept at least this long; an older one may be used again (and is purged). */
 export const IDEMPOTENCY_KEY_TTL_HOURS = 24;
 /** Rows one purge deletes at most: a short statement that never holds many locks at once. */

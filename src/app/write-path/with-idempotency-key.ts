@@ -10,10 +10,8 @@ import {
   renewLease,
   storeAnswer,
   takeOverKey,
-  IDEMPOTENCY_KEY_TTL_HOURS,
-  idempotencyLeaseMs,
-  type IdempotencyClaim,
-} from './idempotency-keys.js';
+} from '../../adapters/postgres/idempotency.repository.js';
+import { IDEMPOTENCY_KEY_TTL_HOURS, idempotencyLeaseMs, type IdempotencyClaim } from './idempotency-keys.js';
 
 /*
  * Stripe's semantics for an Idempotency-Key on a money-moving request, per account, for every

@@ -2,6 +2,7 @@ import type { Worker } from 'bullmq';
 import type { App } from '../src/app/app.js';
 import { createRedis } from '../src/adapters/redis/index.js';
 import { startEventShipper } from './event-shipper.loop.js';
+import { FINALITY_FOLLOW_MS, startFinalityFollower } from './finality-follower.loop.js';
 import { startIdempotencyPurge } from './idempotency-purge.loop.js';
 import { OUTBOX_SWEEP_MS, startOutboxSweeper } from './outbox-sweeper.loop.js';
 import { startQueueThread, type QueueThread } from './queue-thread.js';
@@ -42,6 +43,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
   const trending = startTrendingBuilder(app);
   const sweeper = startOutboxSweeper(app);
   const purge = startIdempotencyPurge(app);
+  const finality = startFinalityFollower(app);
   return {
     name: 'worker',
     summary: [
@@ -53,6 +55,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
       'event shipper: domain events and ledger legs to ClickHouse',
       `trending snapshot: rebuilt every ${TRENDING_REBUILD_MS / 1000} s`,
       `outbox sweeper: unfinished payments back to the queue every ${OUTBOX_SWEEP_MS / 1000} s`,
+      `finality follower: confirmed payments followed to finalized (or sent again) every ${FINALITY_FOLLOW_MS / 1000} s`,
     ],
     stop: async (run = untracked) => {
       // Everything at once: the loops finish the round in hand, and each Worker's close() stops
@@ -63,6 +66,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
         run('worker: trending snapshot', () => trending.stop()),
         run('worker: outbox sweeper', () => sweeper.stop()),
         run('worker: idempotency purge', () => purge.stop()),
+        run('worker: finality follower', () => finality.stop()),
         ...[...workersOf].map(([queue, workers]) =>
           run(`worker: ${queue} jobs in hand`, () => Promise.all(workers.map((w) => w.close()))),
         ),

@@ -18,6 +18,7 @@ import * as releasedHandles from './2026_11_24_e_released_handles.js';
 import * as storedCounters from './2026_11_24_f_stored_counters.js';
 import * as idempotencyLeases from './2026_11_24_g_idempotency_leases.js';
 import * as setLikeFunction from './2026_11_25_a_set_like_function.js';
+import * as paymentFinality from './2026_11_27_a_payment_finality.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -45,4 +46,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_24_f_stored_counters': storedCounters,
   '2026_11_24_g_idempotency_leases': idempotencyLeases,
   '2026_11_25_a_set_like_function': setLikeFunction,
+  '2026_11_27_a_payment_finality': paymentFinality,
 };

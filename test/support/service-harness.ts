@@ -57,8 +57,11 @@ export interface ServiceHarness {
  * database, in-memory localnet), the REST+GraphQL server on a free port and the worker role with
  * every processor, as `npm start` runs them.
  */
-export async function openServiceHarness(overrides: Record<string, string> = {}): Promise<ServiceHarness> {
-  const env = await openTestEnv(overrides, { chain: true });
+export async function openServiceHarness(
+  overrides: Record<string, string> = {},
+  options: { localnetDir?: string } = {},
+): Promise<ServiceHarness> {
+  const env = await openTestEnv(overrides, { chain: true, ...options });
   let server: FastifyInstance | undefined;
   let worker: RunningRole | undefined;
   const close = async () => {

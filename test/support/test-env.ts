@@ -29,7 +29,12 @@ const noStop = async () => {};
  */
 export async function openTestEnv(
   overrides: Record<string, string> = {},
-  options: { chain?: boolean | 'plain-validator'; clickhouse?: false } = {},
+  options: {
+    chain?: boolean | 'plain-validator';
+    clickhouse?: false;
+    /** Keep the localnet's state in this folder (in memory otherwise). */
+    localnetDir?: string;
+  } = {},
 ): Promise<TestEnv> {
   const id = `t${randomBytes(5).toString('hex')}`;
   const serverUrl = inject('postgresUrl');
@@ -60,7 +65,12 @@ export async function openTestEnv(
   });
   // A chain only for files that need one: an in-memory localnet on free ports, fast slots.
   const localnet = options.chain
-    ? await startLocalnet({ port: 0, slotMs: 100, plainValidator: options.chain === 'plain-validator' })
+    ? await startLocalnet({
+        port: 0,
+        slotMs: 100,
+        plainValidator: options.chain === 'plain-validator',
+        dir: options.localnetDir,
+      })
     : undefined;
   const stack: Devstack = {
     postgres: { url: config.DATABASE_URL ?? '', source: 'external', stop: noStop },

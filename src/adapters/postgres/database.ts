@@ -45,6 +45,11 @@ export interface ChainTransactionsTable {
   slot: bigint | null;
   created_at: ColumnType<Date, Date | undefined, never>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
+  /** When the outbox last saw it confirmed; null while it is not (again). */
+  confirmed_at: Date | null;
+  finalized_at: Date | null;
+  /** Its credits to users wait in `pending` (released once per confirmation; held again if it vanished). */
+  credits_held: Generated<boolean>;
 }
 
 export interface PostsTable {

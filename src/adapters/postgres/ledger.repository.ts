@@ -144,9 +144,23 @@ export async function recordMovement(
  * cycle that Postgres broke by failing one ("deadlock detected", a 500 on the write).
  */
 export function releaseHeldCreditsSql(movementIds: RawBuilder<unknown>): RawBuilder<unknown> {
+  return moveUserCreditsSql(movementIds, sql`pending = a.pending - c.amount, balance = a.balance + c.amount`);
+}
+
+/**
+ * The reverse of releaseHeldCreditsSql: the user credits of `movementIds` go back from the
+ * spendable balance to `pending` (a payment seen confirmed vanished from the chain). Fails with a
+ * CHECK violation when a recipient already spent them.
+ */
+export function holdCreditsAgainSql(movementIds: RawBuilder<unknown>): RawBuilder<unknown> {
+  return moveUserCreditsSql(movementIds, sql`pending = a.pending + c.amount, balance = a.balance - c.amount`);
+}
+
+/** Sets `set` on each user account credited by `movementIds` (c.amount: its credits), in id order. */
+function moveUserCreditsSql(movementIds: RawBuilder<unknown>, set: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`
     UPDATE ledger_accounts a
-       SET pending = a.pending - c.amount, balance = a.balance + c.amount
+       SET ${set}
       FROM (SELECT held.id, credits.amount
               FROM ledger_accounts held
               JOIN (SELECT ledger_account_id, sum(amount) AS amount FROM ledger_legs

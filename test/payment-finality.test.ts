@@ -1,0 +1,141 @@
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startLocalnet, type Localnet } from '../src/localnet/localnet.js';
+import { onChainUsdc, settledMoney } from './support/balances.js';
+import { openServiceHarness, type ServiceHarness } from './support/service-harness.js';
+
+/*
+ * Confirmed is not final: the worker's finality follower takes every confirmed payment to
+ * `finalized`, and sends again one the chain lost after confirming it. The chain here keeps its
+ * state in a folder, so the test can restart it from an older save, as a localnet that lost its
+ * last second in a crash does.
+ */
+
+let h: ServiceHarness;
+let folder: string;
+/** The localnet serving the harness's RPC URL now (the harness's own until the test restarts it). */
+let chain: Localnet | undefined;
+
+beforeAll(async () => {
+  folder = mkdtempSync(path.join(tmpdir(), 'lf-finality-'));
+  h = await openServiceHarness({ RATE_LIMIT_MULTIPLIER: '0' }, { localnetDir: path.join(folder, 'now') });
+  chain = h.env.localnet;
+});
+afterAll(async () => {
+  await h?.close();
+  if (chain !== h?.env.localnet) await chain?.close();
+  rmSync(folder, { recursive: true, force: true });
+});
+
+const outboxRow = (signature: string) =>
+  h.env.app.db
+    .selectFrom('chain_transactions')
+    .select(['status', 'signature', 'confirmed_at', 'finalized_at', 'credits_held', 'replaced_signatures'])
+    .where((eb) =>
+      eb.or([eb('signature', '=', signature), eb(eb.val(signature), '=', eb.fn.any('replaced_signatures'))]),
+    )
+    .executeTakeFirstOrThrow();
+
+async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, ms = 60_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${ms} ms (last: ${JSON.stringify(value)})`);
+    await sleep(200);
+  }
+}
+
+/** Stops the chain (it saves on close) and starts it again on the same ports from `dir`. */
+async function restartChain(dir: string): Promise<void> {
+  const port = Number(new URL(chain!.rpcUrl).port);
+  await chain!.close();
+  chain = await startLocalnet({ port, slotMs: 100, dir });
+}
+
+describe('the finality follower', () => {
+  test('a paid post is followed from confirmed to finalized, with both times recorded', async () => {
+    const author = await h.member('final_author', 2_000_000n);
+    const answer = await h.call(author, 'POST', '/posts', { type: 'post', content: 'followed to the end' });
+    expect(answer.status).toBe(201);
+    const { swap_tx: swapTx } = (await answer.json()) as { swap_tx: string };
+    const row = await until(
+      'finalized',
+      () => outboxRow(swapTx),
+      (r) => r.status === 'finalized',
+    );
+    expect(row.confirmed_at).toBeInstanceOf(Date);
+    expect(row.finalized_at!.getTime()).toBeGreaterThanOrEqual(row.confirmed_at!.getTime());
+    expect(row.credits_held).toBe(false);
+    const [status] = await h.env.app.rpc.getSignatureStatuses([swapTx], { searchTransactionHistory: true });
+    expect(status?.confirmationStatus).toBe('finalized');
+  });
+
+  test('a confirmed payment the chain lost is sent again, its credits held meanwhile, and ends finalized with ledger = chain', async () => {
+    const author = await h.member('lost_author', 3_000_000n);
+    const fan = await h.member('lost_fan', 3_000_000n);
+    const parent = await h.call(author, 'POST', '/posts', {
+      type: 'post',
+      content: 'parent of a lost reply',
+    });
+    expect(parent.status).toBe(201);
+    const { id: parentId } = (await parent.json()) as { id: string };
+
+    // The save the chain will fall back to: everything so far, nothing of the reply below.
+    await restartChain(path.join(folder, 'now'));
+    cpSync(path.join(folder, 'now'), path.join(folder, 'older'), { recursive: true });
+
+    const reply = await h.call(fan, 'POST', '/posts', {
+      type: 'reply',
+      content: 'a reply the chain will lose',
+      parent_id: parentId,
+    });
+    expect(reply.status).toBe(201);
+    const { swap_tx: lostTx } = (await reply.json()) as { swap_tx: string };
+    await until(
+      'confirmed',
+      () => outboxRow(lostTx),
+      (r) => r.status === 'confirmed' || r.status === 'finalized',
+    );
+    // The author's $0.50 share is spendable once the reply confirmed.
+    expect((await settledMoney(h.env.app, author.account.id)).availableMicro).toBe(2_500_000n);
+
+    await restartChain(path.join(folder, 'older'));
+    const [gone] = await h.env.app.rpc.getSignatureStatuses([lostTx], { searchTransactionHistory: true });
+    expect(gone).toBeNull();
+
+    // Seen missing twice, it goes back to sending with the author's share held again.
+    const reopened = await until(
+      'reopened',
+      () => outboxRow(lostTx),
+      (r) => r.status === 'signed' || r.status === 'sent' || r.replaced_signatures.includes(lostTx),
+    );
+    expect(reopened.status === 'finalized').toBe(false);
+    if (reopened.status === 'signed' || reopened.status === 'sent') {
+      expect(reopened.confirmed_at).toBeNull();
+      expect(reopened.credits_held).toBe(true);
+    }
+
+    const final = await until(
+      'finalized again',
+      () => outboxRow(lostTx),
+      (r) => r.status === 'finalized',
+      90_000,
+    );
+    const [landed] = await h.env.app.rpc.getSignatureStatuses([final.signature], {
+      searchTransactionHistory: true,
+    });
+    expect(landed?.confirmationStatus).toBe('finalized');
+    for (const who of [author, fan]) {
+      const ledger = await settledMoney(h.env.app, who.account.id);
+      expect(ledger.pendingMicro).toBe(0n);
+      expect(await onChainUsdc(h.env.app, h.platform, who.account.walletAddress)).toBe(ledger.availableMicro);
+    }
+    expect((await settledMoney(h.env.app, author.account.id)).availableMicro).toBe(2_500_000n);
+    expect((await settledMoney(h.env.app, fan.account.id)).availableMicro).toBe(2_000_000n);
+  }, 150_000);
+});

@@ -174,19 +174,27 @@ export async function recordOutboxResigned(
 }
 
 /**
- * Marks a payment failed on chain, inside the transaction that reverses its movement; false when
- * it was no longer in flight (another worker settled it), and then nothing is to be reversed.
+ * Marks a payment failed on chain, inside the transaction that reverses its movement: undefined
+ * when it was no longer in flight (another worker settled it), and then nothing is to be reversed;
+ * otherwise whether its credits to users were still held (they are, but for a payment that
+ * vanished after a confirmation and whose recipient had spent them: see reopenVanishedPayment).
  */
 export async function markOutboxFailed(
   trx: Db | Transaction<Database>,
   rowId: string,
   failure: Record<string, unknown>,
-): Promise<boolean> {
-  const marked = await trx
-    .updateTable('chain_transactions')
-    .set({ status: 'failed', error: JSON.stringify(failure), updated_at: new Date() })
-    .where('id', '=', rowId)
-    .where('status', 'in', ['signed', 'sent'])
-    .executeTakeFirst();
-  return marked.numUpdatedRows > 0n;
+): Promise<{ creditsHeld: boolean } | undefined> {
+  const marked = await sql<{ credits_held: boolean }>`
+    WITH failing AS (
+      SELECT id, credits_held FROM chain_transactions
+       WHERE id = ${rowId}::uuid AND status IN ('signed', 'sent')
+         FOR UPDATE)
+    UPDATE chain_transactions c
+       SET status = 'failed', error = ${JSON.stringify(failure)}::jsonb, credits_held = false,
+           updated_at = now()
+      FROM failing
+     WHERE c.id = failing.id
+    RETURNING failing.credits_held`.execute(trx);
+  const row = marked.rows[0];
+  return row && { creditsHeld: row.credits_held };
 }

@@ -121,14 +121,16 @@ async function reverse(
   failure: Record<string, unknown>,
 ) {
   const hidden = await deps.db.transaction().execute(async (trx) => {
-    if (!(await markOutboxFailed(trx, rowId, failure))) return []; // another worker settled it
+    const marked = await markOutboxFailed(trx, rowId, failure);
+    if (!marked) return []; // another worker settled it
     const legs = await movementLegs(trx, movementId);
     await recordMovement(trx, {
       kind: 'reversal',
       legs: reversalLegs(legs),
       reverses: movementId,
       idempotencyKey: `reversal:${movementId}`,
-      pending: 'unhold',
+      // Credits a vanished payment could not hold again are taken from the spendable balance.
+      ...(marked.creditsHeld ? { pending: 'unhold' as const } : {}),
     });
     return shownChangesOf(trx, movementId);
   });

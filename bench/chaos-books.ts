@@ -69,7 +69,11 @@ export async function closeBooks(
   const byStatus = new Map<string, number>();
   for (const row of outbox) byStatus.set(row.status, (byStatus.get(row.status) ?? 0) + 1);
   const outboxSignatures = new Set(outbox.map((row) => row.signature));
-  const confirmed = new Set(outbox.filter((row) => row.status === 'confirmed').map((row) => row.signature));
+  const confirmed = new Set(
+    outbox
+      .filter((row) => row.status === 'confirmed' || row.status === 'finalized')
+      .map((row) => row.signature),
+  );
   const notConfirmed = signatures.filter((s) => !confirmed.has(s));
   const acknowledgedSet = new Set(signatures);
   const chargedUntold = [...outboxSignatures].filter((s) => !acknowledgedSet.has(s));

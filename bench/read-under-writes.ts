@@ -344,7 +344,9 @@ async function main(): Promise<number> {
         outbox.map((row) => `${row.n} ${row.status}`).join(', '),
     );
     // A check: the writer's posts were paid on chain, and none of those payments failed.
-    const paid = outbox.find((row) => row.status === 'confirmed')?.n ?? 0;
+    const paid = outbox
+      .filter((row) => row.status === 'confirmed' || row.status === 'finalized')
+      .reduce((a, row) => a + row.n, 0);
     const failed = outbox.find((row) => row.status === 'failed')?.n ?? 0;
     if (paid === 0 || failed > 0) {
       console.log(`   ! ${paid} of the run's payments confirmed, ${failed} failed`);

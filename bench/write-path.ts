@@ -174,7 +174,10 @@ async function waitSettled(service: RunningService, postIds: readonly string[]) 
   }
   return {
     statuses,
-    confirmed: statuses.find((s) => s.status === 'confirmed')?.n ?? 0,
+    // Confirmed or past it: the worker's finality follower takes confirmed rows on to finalized.
+    confirmed: statuses
+      .filter((s) => s.status === 'confirmed' || s.status === 'finalized')
+      .reduce((a, s) => a + s.n, 0),
     settledAtMs: Date.now(),
     waitSeconds: (performance.now() - started) / 1000,
   };

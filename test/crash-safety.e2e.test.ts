@@ -99,7 +99,10 @@ describe('payments worker crash safety', { timeout: 180_000 }, () => {
     expect(await env.app.rpc.getSignatureStatuses([post.swapTx])).toEqual([null]);
 
     const restarted = await startWorker(); // its outbox sweeper hands every unfinished row back
-    await until(async () => (await statusOf(post.chainTransactionId)) === 'confirmed', 'confirmation');
+    await until(
+      async () => ['confirmed', 'finalized'].includes(await statusOf(post.chainTransactionId)),
+      'confirmation',
+    );
     await kill(restarted);
     expect(await usdc(author.walletAddress)).toBe(2_000_000n);
     expect((await env.app.ledger.money(author.id)).availableMicro).toBe(2_000_000n);
@@ -135,7 +138,10 @@ describe('payments worker crash safety', { timeout: 180_000 }, () => {
     expect(await statusOf(post.chainTransactionId)).toBe('signed');
 
     const restarted = await startWorker();
-    await until(async () => (await statusOf(post.chainTransactionId)) === 'confirmed', 'confirmation');
+    await until(
+      async () => ['confirmed', 'finalized'].includes(await statusOf(post.chainTransactionId)),
+      'confirmation',
+    );
     await kill(restarted);
     expect(await usdc(author.walletAddress)).toBe(2_000_000n);
     expect((await env.app.ledger.money(author.id)).availableMicro).toBe(2_000_000n);

@@ -103,7 +103,8 @@ const outboxRowOf = (signature: string) =>
 async function confirmedBySweeper(signature: string): Promise<void> {
   // No request and no restart enqueues this row: only the worker's outbox sweeper can.
   const deadline = Date.now() + 60_000;
-  while ((await outboxRowOf(signature)).status !== 'confirmed') {
+  // The worker's finality follower may have taken it on to 'finalized' between two looks.
+  while (!['confirmed', 'finalized'].includes((await outboxRowOf(signature)).status)) {
     if (Date.now() > deadline) throw new Error(`payment ${signature} was not confirmed within 60 s`);
     await sleep(100);
   }

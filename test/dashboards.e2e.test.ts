@@ -451,6 +451,10 @@ describe('dashboards in Chromium', () => {
       await expect(
         page.locator('#status-counts [data-status="AMOUNT_MISMATCH"] dd').textContent(),
       ).resolves.toBe('1');
+      // The day's payments by outbox state: four counts, the tampered payment among them.
+      const states = await page.locator('#payment-counts dd').allTextContents();
+      expect(states).toHaveLength(4);
+      expect(states.reduce((sum, n) => sum + Number(n), 0)).toBeGreaterThanOrEqual(1);
       await page.waitForSelector('#summary figure.chart canvas');
       await expect(
         page.locator(`#daily-table tr[data-day="${today}"] .badge.bad`).first().textContent(),

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
@@ -209,6 +210,54 @@ describe('finance reads', () => {
     const rest = await h.call(engageOnly, 'GET', `/finance/reconciliation?date=${today}`);
     expect(rest.status).toBe(403);
     expect(await rest.json()).toEqual({ error: 'forbidden', message: "API key lacks the 'read' scope" });
+  });
+});
+
+describe('payments by outbox state', () => {
+  const query = `query ($day: String!) { reconciliationSummary(from: $day, to: $day) {
+    payments { pending confirmed finalized failed } exceptions { notFinalized } } }`;
+  const countsToday = async () => {
+    const { data, errors } = await h.gql(finance, query, { day: today });
+    expect(errors).toBeUndefined();
+    return data.reconciliationSummary[0] as {
+      payments: { pending: number; confirmed: number; finalized: number; failed: number };
+      exceptions: { notFinalized: number };
+    };
+  };
+  /** Polls the day's counts until `done`, up to 60 s (test slots are 100 ms: finality is ~3 s away). */
+  const countsWhen = async (done: (c: Awaited<ReturnType<typeof countsToday>>) => boolean) => {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const counts = await countsToday();
+      if (done(counts)) return counts;
+      if (Date.now() > deadline) throw new Error(`not within 60 s; last: ${JSON.stringify(counts)}`);
+      await sleep(250);
+    }
+  };
+
+  test("the worker's finality follower takes the day's payments to finalized, and the counts follow, in GraphQL and REST", async () => {
+    // The six payments of beforeAll (post, 2 replies, quote, repost, the tampered post).
+    expect(await countsWhen((c) => c.payments.finalized === 6)).toEqual({
+      payments: { pending: 0, confirmed: 0, finalized: 6, failed: 0 },
+      exceptions: { notFinalized: 0 },
+    });
+
+    const paid = await h.call(fan, 'POST', '/posts', { content: 'counted as it moves', type: 'post' });
+    expect(paid.status).toBe(201);
+    // Answered once the cluster executed it: finalized is some 32 slots and a follower round away.
+    const moving = await countsToday();
+    expect(moving.payments.pending + moving.payments.confirmed).toBe(1);
+    expect(moving.payments.finalized).toBe(6);
+
+    expect(await countsWhen((c) => c.payments.finalized === 7)).toEqual({
+      payments: { pending: 0, confirmed: 0, finalized: 7, failed: 0 },
+      exceptions: { notFinalized: 0 },
+    });
+    const report = (await (
+      await h.call(finance, 'GET', `/finance/reconciliation?date=${today}`)
+    ).json()) as Record<string, any>;
+    expect(report.payment_counts).toEqual({ pending: 0, confirmed: 0, finalized: 7, failed: 0 });
+    expect(report.exception_counts).toMatchObject({ not_finalized: 0, amount_mismatch: 1 });
   });
 });
 

@@ -5,14 +5,23 @@ import { el, initHeader, messageOf, requireKey, show } from './lib/ui.js';
 
 /*
  * Finance dashboard (finance or admin role): ledger vs chain per day (reconciliationSummary), the
- * verdict counts, the exception list with filters (reconciliationExceptions), the day's CSV report
+ * verdict counts, the payments by outbox state (pending, confirmed, finalized, failed), the
+ * exception list with filters (reconciliationExceptions), the day's CSV report
  * (GET /api/v1/finance/reconciliation, Accept: text/csv) and one click into a transaction's
  * movements (chainTransaction).
  */
 
 const page = document.getElementById('page');
 initHeader();
-const STATUSES = ['AMOUNT_MISMATCH', 'WRONG_PARTY', 'FAILED_ON_CHAIN', 'MISSING', 'PENDING', 'UNEXPLAINED'];
+const STATUSES = [
+  'AMOUNT_MISMATCH',
+  'WRONG_PARTY',
+  'FAILED_ON_CHAIN',
+  'MISSING',
+  'PENDING',
+  'UNEXPLAINED',
+  'NOT_FINALIZED',
+];
 const COUNT_FIELDS = {
   amountMismatch: 'AMOUNT_MISMATCH',
   wrongParty: 'WRONG_PARTY',
@@ -20,7 +29,10 @@ const COUNT_FIELDS = {
   missing: 'MISSING',
   pending: 'PENDING',
   unexplained: 'UNEXPLAINED',
+  notFinalized: 'NOT_FINALIZED',
 };
+/** The payments of the range by outbox state, as the outbox is now (pending: signed or sent). */
+const PAYMENT_STATES = ['pending', 'confirmed', 'finalized', 'failed'];
 const label = (status) => status.toLowerCase().replaceAll('_', ' ');
 let explorerTemplate = '';
 
@@ -104,7 +116,7 @@ async function render() {
       el(
         'p',
         { class: 'muted' },
-        'The CSV holds every verdict of the chosen ledger day (today when none is chosen), matched ones included: the file finance keeps.',
+        'The CSV holds every verdict of the chosen ledger day (today when none is chosen), matched ones included: the file finance keeps. Payments not finalized 5 minutes after signing are listed here, from the outbox, not in the file.',
       ),
       csvStatus,
       exceptionsBox,
@@ -134,7 +146,8 @@ async function loadSummary(form, box) {
     ({ reconciliationSummary: days } = await gql(
       `query ($from: String!, $to: String!) { reconciliationSummary(from: $from, to: $to) {
          day ledgerTotalUsdMicro chainTotalUsdMicro matched
-         exceptions { amountMismatch wrongParty failedOnChain missing pending unexplained } } }`,
+         exceptions { amountMismatch wrongParty failedOnChain missing pending unexplained notFinalized }
+         payments { pending confirmed finalized failed } } }`,
       { from, to },
     ));
   } catch (error) {
@@ -142,9 +155,11 @@ async function loadSummary(form, box) {
   }
   if (days.length === 0) return show(box, 'empty', `Nothing reconciled between ${from} and ${to}.`);
   const totals = { MATCHED: 0, ...Object.fromEntries(STATUSES.map((s) => [s, 0])) };
+  const payments = Object.fromEntries(PAYMENT_STATES.map((s) => [s, 0]));
   for (const d of days) {
     totals.MATCHED += d.matched;
     for (const [field, status] of Object.entries(COUNT_FIELDS)) totals[status] += d.exceptions[field];
+    for (const state of PAYMENT_STATES) payments[state] += d.payments[state];
   }
   const chartBox = el('div');
   const exceptionsOf = (d) => Object.values(d.exceptions).reduce((a, b) => a + b, 0);
@@ -154,6 +169,14 @@ async function loadSummary(form, box) {
       { class: 'stats', id: 'status-counts' },
       Object.entries(totals).map(([status, n]) =>
         el('div', { 'data-status': status }, [el('dt', {}, label(status)), el('dd', {}, n)]),
+      ),
+    ),
+    el('h3', { id: 'payment-counts-title' }, 'Payments by state (outbox, now)'),
+    el(
+      'dl',
+      { class: 'stats', id: 'payment-counts', 'aria-labelledby': 'payment-counts-title' },
+      PAYMENT_STATES.map((state) =>
+        el('div', { 'data-state': state }, [el('dt', {}, state), el('dd', {}, payments[state])]),
       ),
     ),
     chartBox,

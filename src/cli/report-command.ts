@@ -13,7 +13,10 @@ import { UsageError } from './usage-error.js';
 /** Exceptions read per ClickHouse query; a day's list is read page by page until it ends. */
 const PAGE = 1_000;
 
-/** `report --date YYYY-MM-DD`: the day's ledger vs chain totals, counts by status, the exceptions. */
+/**
+ * `report --date YYYY-MM-DD`: the day's ledger vs chain totals, counts by status, payments by
+ * outbox state, the exceptions.
+ */
 export async function reportCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseStrict(args, { date: { type: 'string' } });
   if (positionals.length > 0)
@@ -22,11 +25,11 @@ export async function reportCommand(args: string[]): Promise<number> {
   const day = parseDayArgument(values.date, '--date');
 
   return withIndexerContext(async (ctx) => {
-    const [summary] = await reconciliationSummary(ctx.clickhouse, day, day);
+    const [summary] = await reconciliationSummary(ctx, day, day);
     const exceptions: ReconciliationRow[] = [];
     let after: string | undefined;
     for (;;) {
-      const page = await reconciliationExceptions(ctx.clickhouse, { day, first: PAGE, after });
+      const page = await reconciliationExceptions(ctx, { day, first: PAGE, after });
       exceptions.push(...page.rows);
       if (!page.hasMore) break;
       after = cursorOf(page.rows[page.rows.length - 1]!);
@@ -42,6 +45,10 @@ export async function reportCommand(args: string[]): Promise<number> {
     for (const status of RECONCILIATION_STATUSES) {
       const n = status === 'matched' ? (summary?.matched ?? 0) : (summary?.exceptions[status] ?? 0);
       console.log(`  ${status.padEnd(16)} ${String(n).padStart(8)}`);
+    }
+    console.log('\n  outbox state        count');
+    for (const [state, n] of Object.entries(summary?.payments ?? {})) {
+      console.log(`  ${state.padEnd(16)} ${String(n).padStart(8)}`);
     }
     console.log('');
     if (exceptions.length === 0) {

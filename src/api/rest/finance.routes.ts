@@ -29,8 +29,10 @@ const CSV_COLUMNS = [
 
 /**
  * GET /finance/reconciliation?date=YYYY-MM-DD (finance or admin role, scope read): the day's
- * ledger vs chain totals, verdict counts and exceptions as JSON; with `Accept: text/csv`, every
- * verdict of the day as CSV (one row per ledger movement), the proof finance files.
+ * ledger vs chain totals, verdict counts, payments by outbox state and exceptions as JSON (the
+ * exceptions include the day's payments not finalized 5 minutes after signing, `not_finalized`,
+ * read from the outbox now); with `Accept: text/csv`, every verdict the reconciler recorded for the
+ * day as CSV (one row per ledger movement), the proof finance files.
  */
 export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void {
   api.get(
@@ -53,7 +55,7 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
       requireFinance(viewer, 'The reconciliation report');
       const day = parseDay((request.query as { date: string }).date, 'date');
       const wantsCsv = /\btext\/csv\b/.test(request.headers.accept ?? '');
-      const { rows } = await reconciliationExceptions(deps.clickhouse, {
+      const { rows } = await reconciliationExceptions(deps, {
         day,
         first: REPORT_MAX_ROWS,
         includeMatched: wantsCsv,
@@ -64,7 +66,7 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
           .header('content-disposition', `attachment; filename="reconciliation-${day}.csv"`)
           .send(toCsv(rows));
       }
-      const [summary] = await reconciliationSummary(deps.clickhouse, day, day);
+      const [summary] = await reconciliationSummary(deps, day, day);
       return {
         date: day,
         ledger_total_usd: usdNumber(summary?.ledgerTotalMicro ?? 0n),
@@ -73,6 +75,13 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
         exception_counts: Object.fromEntries(
           RECONCILIATION_STATUSES.filter((s) => s !== 'matched').map((s) => [s, summary?.exceptions[s] ?? 0]),
         ),
+        // The day's payments by outbox state now; pending is signed or sent.
+        payment_counts: {
+          pending: summary?.payments.pending ?? 0,
+          confirmed: summary?.payments.confirmed ?? 0,
+          finalized: summary?.payments.finalized ?? 0,
+          failed: summary?.payments.failed ?? 0,
+        },
         exceptions: rows.map((row) => ({
           movement_id: row.movementId,
           signature: row.signature,

@@ -1,5 +1,12 @@
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
+import type { Db } from '../../adapters/postgres/db.js';
 import {
+  paymentStateCountsByDay,
+  unfinalizedPayments,
+  type UnfinalizedPaymentRow,
+} from '../../adapters/postgres/payment-states.repository.js';
+import {
+  NOT_FINALIZED_AFTER_MS,
   RECONCILIATION_STATUSES,
   type ReconciliationStatus,
 } from '../../domain/reconciliation/reconciliation.js';
@@ -9,7 +16,26 @@ import { AppError } from '../../domain/errors.js';
  * What finance and creators read from ClickHouse: daily reconciliation totals, the exception list,
  * one transaction's movements, earnings over time and a post's engagement. Every read uses FINAL
  * (the tables are ReplacingMergeTrees: re-checks and re-shipped rows collapse to one).
+ *
+ * Finality comes from Postgres instead: the payments by outbox state and the `not_finalized`
+ * exceptions are read from chain_transactions when finance asks, not recorded by the reconciler.
+ * The outbox is where the state lives (the worker's finality follower moves it), so a read of it
+ * is always current: a payment leaves the list the moment it is marked finalized, and one that
+ * got stuck appears the moment it turns 5 minutes old, with no process having to look at it
+ * then. A verdict written into ClickHouse would be as old as the reconciler's last look (it looks
+ * at confirmed, then once at finalized, and never again), would need another round per row at
+ * the 5-minute mark, and would replace the row's amount verdict (one latest verdict per movement).
  */
+
+/** A day's outbox payments by their state now. */
+export interface PaymentStateCounts {
+  /** `signed` or `sent`: not seen confirmed yet (or sent again after it vanished). */
+  pending: number;
+  confirmed: number;
+  finalized: number;
+  /** Landed with an error and reversed. */
+  failed: number;
+}
 
 export interface DaySummary {
   day: string;
@@ -18,7 +44,16 @@ export interface DaySummary {
   /** Micro-USD the chain moved for those movements. */
   chainTotalMicro: bigint;
   matched: number;
+  /** Recorded verdicts (ClickHouse) and `not_finalized` (the outbox, now) by status. */
   exceptions: Record<Exclude<ReconciliationStatus, 'matched'>, number>;
+  /** The day's payments by outbox state (Postgres, now). */
+  payments: PaymentStateCounts;
+}
+
+/** Where the finance reads look: ClickHouse for the reconciler's verdicts, Postgres for the outbox. */
+export interface FinanceReadDeps {
+  clickhouse: ClickHouse;
+  db: Db;
 }
 
 export interface ReconciliationRow {
@@ -65,7 +100,48 @@ export function parseDay(value: string, field: string): string {
   return value;
 }
 
-export async function reconciliationSummary(ch: ClickHouse, from: string, to: string): Promise<DaySummary[]> {
+/**
+ * Per day from..to: the reconciler's totals and verdict counts (ClickHouse) beside the outbox's
+ * payments by state and its `not_finalized` count (Postgres). A day appears when either has rows.
+ */
+export async function reconciliationSummary(
+  deps: FinanceReadDeps,
+  from: string,
+  to: string,
+): Promise<DaySummary[]> {
+  const [verdicts, payments] = await Promise.all([
+    verdictSummary(deps.clickhouse, from, to),
+    paymentStateCountsByDay(deps.db, { from, to, notFinalizedAfterMs: NOT_FINALIZED_AFTER_MS }),
+  ]);
+  const days = new Map(verdicts.map((summary) => [summary.day, summary]));
+  for (const row of payments) {
+    let summary = days.get(row.day);
+    if (!summary) days.set(row.day, (summary = emptySummary(row.day)));
+    summary.payments = {
+      pending: row.pending,
+      confirmed: row.confirmed,
+      finalized: row.finalized,
+      failed: row.failed,
+    };
+    summary.exceptions.not_finalized = row.not_finalized;
+  }
+  return [...days.values()].sort((a, b) => (a.day < b.day ? -1 : a.day > b.day ? 1 : 0));
+}
+
+function emptySummary(day: string): DaySummary {
+  return {
+    day,
+    ledgerTotalMicro: 0n,
+    chainTotalMicro: 0n,
+    matched: 0,
+    exceptions: Object.fromEntries(
+      RECONCILIATION_STATUSES.filter((s) => s !== 'matched').map((s) => [s, 0]),
+    ) as DaySummary['exceptions'],
+    payments: { pending: 0, confirmed: 0, finalized: 0, failed: 0 },
+  };
+}
+
+async function verdictSummary(ch: ClickHouse, from: string, to: string): Promise<DaySummary[]> {
   const result = await ch.client.query({
     query: `SELECT toString(ledger_day) AS day, status, count() AS n,
                    toString(sum(ledger_amount)) AS ledger_total, toString(sum(chain_amount)) AS chain_total
@@ -85,18 +161,7 @@ export async function reconciliationSummary(ch: ClickHouse, from: string, to: st
   const days = new Map<string, DaySummary>();
   for (const row of rows) {
     let summary = days.get(row.day);
-    if (!summary) {
-      summary = {
-        day: row.day,
-        ledgerTotalMicro: 0n,
-        chainTotalMicro: 0n,
-        matched: 0,
-        exceptions: Object.fromEntries(
-          RECONCILIATION_STATUSES.filter((s) => s !== 'matched').map((s) => [s, 0]),
-        ) as DaySummary['exceptions'],
-      };
-      days.set(row.day, summary);
-    }
+    if (!summary) days.set(row.day, (summary = emptySummary(row.day)));
     summary.ledgerTotalMicro += BigInt(row.ledger_total);
     summary.chainTotalMicro += BigInt(row.chain_total);
     if (row.status === 'matched') summary.matched += Number(row.n);
@@ -105,19 +170,66 @@ export async function reconciliationSummary(ch: ClickHouse, from: string, to: st
   return [...days.values()];
 }
 
-/** Exceptions (every status but matched, or one status), newest ledger day first, keyset-paged. */
+/**
+ * Exceptions (every status but matched, or one status), newest ledger day first, keyset-paged.
+ * Within a day the outbox's `not_finalized` payments come first, then the reconciler's verdicts,
+ * each in its own store's order (movement id, signature, descending): the two are merged by day
+ * only, so no order has to agree across Postgres and ClickHouse (which order UUIDs differently).
+ * `includeMatched` (a day's full report, the CSV) lists the reconciler's verdicts only.
+ */
 export async function reconciliationExceptions(
-  ch: ClickHouse,
+  deps: FinanceReadDeps,
   options: {
     status?: ReconciliationStatus | undefined;
-    /** Every verdict, matched ones too (a day's full report). */
+    /** Every recorded verdict, matched ones too, and no `not_finalized` (a day's full report). */
     includeMatched?: boolean;
-    day?: string;
+    day?: string | undefined;
     first: number;
-    after?: string;
+    after?: string | undefined;
   },
 ): Promise<{ rows: ReconciliationRow[]; hasMore: boolean }> {
   const after = options.after ? decodeCursor(options.after) : undefined;
+  const wantsRecorded = options.status !== 'not_finalized';
+  const wantsOutbox =
+    !options.includeMatched && (options.status === undefined || options.status === 'not_finalized');
+  const [recorded, open] = await Promise.all([
+    wantsRecorded ? recordedVerdicts(deps.clickhouse, { ...options, after }) : [],
+    wantsOutbox
+      ? unfinalizedPayments(deps.db, {
+          notFinalizedAfterMs: NOT_FINALIZED_AFTER_MS,
+          day: options.day,
+          // After a verdict, the outbox rows of its day came before it: the next are a day older.
+          below: after && (after.notFinalized ? after : { day: after.day }),
+          limit: options.first + 1,
+        })
+      : [],
+  ]);
+  // Stable: each source keeps its own order within a day.
+  const rows = [...open.map(notFinalizedRow), ...recorded].sort(
+    (a, b) =>
+      (a.day < b.day ? 1 : a.day > b.day ? -1 : 0) ||
+      Number(b.status === 'not_finalized') - Number(a.status === 'not_finalized'),
+  );
+  return { rows: rows.slice(0, options.first), hasMore: rows.length > options.first };
+}
+
+async function recordedVerdicts(
+  ch: ClickHouse,
+  options: {
+    status?: ReconciliationStatus | undefined;
+    includeMatched?: boolean;
+    day?: string | undefined;
+    first: number;
+    after: Cursor | undefined;
+  },
+): Promise<ReconciliationRow[]> {
+  const after = options.after;
+  // After an outbox row, every verdict of its day is still to come (they follow the outbox rows).
+  const afterCondition = !after
+    ? ''
+    : after.notFinalized
+      ? 'AND ledger_day <= {aDay:Date}'
+      : 'AND (ledger_day, movement_id, signature) < ({aDay:Date}, {aId:UUID}, {aSig:String})';
   const result = await ch.client.query({
     query: `SELECT movement_id, signature, toString(ledger_day) AS day, status,
                    toString(ledger_amount) AS ledger_amount, toString(chain_amount) AS chain_amount,
@@ -125,7 +237,7 @@ export async function reconciliationExceptions(
               FROM ${ch.table('reconciliation')} FINAL
              WHERE ${options.status ? 'status = {status:String}' : options.includeMatched ? '1' : "status != 'matched'"}
                ${options.day ? 'AND ledger_day = {day:Date}' : ''}
-               ${after ? 'AND (ledger_day, movement_id, signature) < ({aDay:Date}, {aId:UUID}, {aSig:String})' : ''}
+               ${afterCondition}
              ORDER BY ledger_day DESC, movement_id DESC, signature DESC
              LIMIT {limit:UInt32}`,
     query_params: {
@@ -138,12 +250,41 @@ export async function reconciliationExceptions(
     },
     format: 'JSONEachRow',
   });
-  const rows = (await result.json<Record<string, string>>()).map(toRow);
-  return { rows: rows.slice(0, options.first), hasMore: rows.length > options.first };
+  return (await result.json<Record<string, string>>()).map(toRow);
 }
 
+/** An outbox payment not finalized NOT_FINALIZED_AFTER_MS after signing, as an exception. */
+function notFinalizedRow(row: UnfinalizedPaymentRow): ReconciliationRow {
+  return {
+    movementId: row.movement_id,
+    signature: row.signature,
+    day: row.day,
+    status: 'not_finalized',
+    ledgerAmountMicro: row.ledger_amount,
+    // Nothing final on chain yet; the reconciler's verdict of the payment, if any, is its own row.
+    chainAmountMicro: 0n,
+    commitment: row.status === 'confirmed' ? 'confirmed' : '',
+    detail: `not finalized ${Math.round(row.age_seconds)} s after signing (outbox: ${row.status})`,
+    checkedAt: row.checked_at,
+  };
+}
+
+/**
+ * A row's position: [day, movement id, signature], and a fourth element `not_finalized` for an
+ * outbox row (the cursors given out before outbox rows were listed stay valid).
+ */
 export function cursorOf(row: ReconciliationRow): string {
-  return Buffer.from(JSON.stringify([row.day, row.movementId, row.signature])).toString('base64url');
+  const position = [row.day, row.movementId, row.signature];
+  if (row.status === 'not_finalized') position.push('not_finalized');
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+interface Cursor {
+  day: string;
+  movementId: string;
+  signature: string;
+  /** The position is an outbox row's (listed before the day's recorded verdicts). */
+  notFinalized: boolean;
 }
 
 // Checked in full, not by shape: ClickHouse refused `----…` as a UUID with an error (answered
@@ -157,17 +298,21 @@ function isCalendarDay(day: string): boolean {
   return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === day;
 }
 
-function decodeCursor(cursor: string): { day: string; movementId: string; signature: string } {
+function decodeCursor(cursor: string): Cursor {
   try {
-    const [day, movementId, signature] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as string[];
+    const [day, movementId, signature, source, ...rest] = JSON.parse(
+      Buffer.from(cursor, 'base64url').toString(),
+    ) as unknown[];
     if (
       typeof day === 'string' &&
       isCalendarDay(day) &&
       typeof movementId === 'string' &&
       UUID.test(movementId) &&
-      typeof signature === 'string'
+      typeof signature === 'string' &&
+      (source === undefined || source === 'not_finalized') &&
+      rest.length === 0
     ) {
-      return { day, movementId, signature };
+      return { day, movementId, signature, notFinalized: source === 'not_finalized' };
     }
   } catch {
     // fall through

@@ -3,8 +3,22 @@
  * indexer (src/app/indexer) fetches both sides and records the verdict.
  */
 
+/**
+ * What finance sees per ledger movement. Every status but `not_finalized` is a verdict the
+ * reconciler records in ClickHouse (ledger legs against the chain's token balances);
+ * `not_finalized` is the outbox's own state, read from Postgres when finance asks (see
+ * NOT_FINALIZED_AFTER_MS): a payment may be listed under a recorded verdict and under
+ * `not_finalized` at once, since they answer different questions.
+ */
 export type ReconciliationStatus =
-  'matched' | 'amount_mismatch' | 'wrong_party' | 'failed_on_chain' | 'missing' | 'pending' | 'unexplained';
+  | 'matched'
+  | 'amount_mismatch'
+  | 'wrong_party'
+  | 'failed_on_chain'
+  | 'missing'
+  | 'pending'
+  | 'unexplained'
+  | 'not_finalized';
 
 export const RECONCILIATION_STATUSES: readonly ReconciliationStatus[] = [
   'matched',
@@ -14,7 +28,18 @@ export const RECONCILIATION_STATUSES: readonly ReconciliationStatus[] = [
   'missing',
   'pending',
   'unexplained',
+  'not_finalized',
 ];
+
+/**
+ * A payment whose outbox row is still `signed`, `sent` or `confirmed` this long after it was
+ * signed (the row's `created_at`) is the exception `not_finalized`. A cluster finalizes a landed
+ * transaction ~32 slots (~13 s) after it lands, and the outbox follows it there within seconds
+ * more; 5 minutes leaves room for re-sends and a slow RPC node, so what is still open by then is
+ * stuck (a finality follower down, a payment the chain keeps dropping). A `failed` payment is not
+ * one: it was reversed, and the reconciler lists it as `failed_on_chain`.
+ */
+export const NOT_FINALIZED_AFTER_MS = 5 * 60_000;
 
 /** Every status but `matched` is an exception finance looks at. */
 export const isException = (status: ReconciliationStatus): boolean => status !== 'matched';

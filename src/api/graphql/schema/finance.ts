@@ -7,6 +7,7 @@ import {
   type ChainTransactionView,
   type DaySummary,
   type EarningsPoint,
+  type PaymentStateCounts,
   type PostStats,
   type ReconciliationRow,
 } from '../../../app/analytics/analytics-reads.js';
@@ -21,8 +22,9 @@ import { builder } from '../builder.js';
 /*
  * Finance (role finance or admin, through a `read` key): daily ledger-vs-chain totals, the
  * exception list and one transaction's drill-down. Creators: their own earnings over time and
- * their posts' engagement (finance and admin may read anyone's). All served from ClickHouse
- * (src/app/indexer).
+ * their posts' engagement (finance and admin may read anyone's). Served from ClickHouse
+ * (src/app/indexer), except the payments by outbox state and the NOT_FINALIZED exceptions, read
+ * from the outbox in Postgres (src/app/analytics/analytics-reads.ts says why).
  */
 
 const MAX_EXCEPTIONS_PAGE = 100;
@@ -51,18 +53,33 @@ const ExceptionCounts = builder
       missing: t.exposeInt('missing'),
       pending: t.exposeInt('pending'),
       unexplained: t.exposeInt('unexplained'),
+      notFinalized: t.exposeInt('not_finalized', {
+        description:
+          "Payments still not finalized 5 minutes after signing, from the outbox (Postgres) as it is now; the other counts are the reconciler's verdicts.",
+      }),
     }),
   });
 
+const PaymentCounts = builder.objectRef<PaymentStateCounts>('ReconciliationPaymentCounts').implement({
+  description: "A ledger day's payments by outbox state, as the outbox (Postgres) is now.",
+  fields: (t) => ({
+    pending: t.exposeInt('pending', { description: 'Signed or sent, not seen confirmed yet.' }),
+    confirmed: t.exposeInt('confirmed'),
+    finalized: t.exposeInt('finalized'),
+    failed: t.exposeInt('failed', { description: 'Landed with an error; the ledger reversed it.' }),
+  }),
+});
+
 const ReconciliationDay = builder.objectRef<DaySummary>('ReconciliationDay').implement({
   description:
-    "One ledger day: what the ledger moved, what the chain moved for it, and the verdicts' counts.",
+    "One ledger day: what the ledger moved, what the chain moved for it, the verdicts' counts and the payments by outbox state.",
   fields: (t) => ({
     day: t.exposeString('day'),
     ledgerTotalUsdMicro: t.field({ type: 'MicroUsd', resolve: (d) => d.ledgerTotalMicro }),
     chainTotalUsdMicro: t.field({ type: 'MicroUsd', resolve: (d) => d.chainTotalMicro }),
     matched: t.exposeInt('matched'),
     exceptions: t.field({ type: ExceptionCounts, resolve: (d) => d.exceptions }),
+    payments: t.field({ type: PaymentCounts, resolve: (d) => d.payments }),
   }),
 });
 
@@ -73,9 +90,15 @@ const ReconciliationEntry = builder.objectRef<ReconciliationRow>('Reconciliation
     day: t.exposeString('day'),
     status: t.field({ type: StatusEnum, resolve: (r) => r.status }),
     ledgerAmountUsdMicro: t.field({ type: 'MicroUsd', resolve: (r) => r.ledgerAmountMicro }),
-    chainAmountUsdMicro: t.field({ type: 'MicroUsd', resolve: (r) => r.chainAmountMicro }),
+    chainAmountUsdMicro: t.field({
+      type: 'MicroUsd',
+      description:
+        "0 for NOT_FINALIZED (nothing final on chain yet; the reconciler's verdict is its own entry).",
+      resolve: (r) => r.chainAmountMicro,
+    }),
     commitment: t.exposeString('commitment', {
-      description: 'confirmed or finalized; empty when not found.',
+      description:
+        'confirmed or finalized; empty when not found. NOT_FINALIZED: confirmed, or empty while the payment is signed or sent.',
     }),
     detail: t.exposeString('detail'),
     checkedAt: t.exposeString('checkedAt'),
@@ -149,12 +172,12 @@ builder.queryFields((t) => ({
     authScopes: FINANCE_READ,
     args: { from: t.arg.string({ required: true }), to: t.arg.string({ required: true }) },
     resolve: (_root, args, ctx) =>
-      reconciliationSummary(ctx.deps.clickhouse, parseDay(args.from, 'from'), parseDay(args.to, 'to')),
+      reconciliationSummary(ctx.deps, parseDay(args.from, 'from'), parseDay(args.to, 'to')),
   }),
   reconciliationExceptions: t.connection(
     {
       type: ReconciliationEntry,
-      description: `Every verdict but matched (or one status), newest day first; first 1 to ${MAX_EXCEPTIONS_PAGE}. Needs \`read\` and the finance or admin role.`,
+      description: `Every verdict but matched (or one status), newest day first (within a day NOT_FINALIZED first: payments the outbox has not seen finalized 5 minutes after signing, read from Postgres now); first 1 to ${MAX_EXCEPTIONS_PAGE}. Needs \`read\` and the finance or admin role.`,
       authScopes: FINANCE_READ,
       args: { status: t.arg({ type: StatusEnum }), day: t.arg.string() },
       resolve: async (_root, args, ctx) => {
@@ -164,7 +187,7 @@ builder.queryFields((t) => ({
             field: 'first',
           });
         }
-        const page = await reconciliationExceptions(ctx.deps.clickhouse, {
+        const page = await reconciliationExceptions(ctx.deps, {
           ...(args.status ? { status: args.status } : {}),
           ...(args.day ? { day: parseDay(args.day, 'day') } : {}),
           first,

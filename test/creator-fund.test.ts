@@ -311,6 +311,11 @@ describe('creator fund', { timeout: 120_000 }, () => {
       related_post_id: null,
       counterparty: null,
       created_at: expect.any(String),
+      // The batch's transaction (settled confirmed above), followed by the outbox like every payment.
+      status: expect.toBeOneOf(['confirmed', 'finalized']),
+      slot: expect.any(Number),
+      confirmed_at: expect.any(String),
+      finalized_at: expect.toBeOneOf([expect.any(String), null]),
     });
 
     const { data, errors } = await h.gql(

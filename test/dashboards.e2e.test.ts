@@ -199,7 +199,7 @@ describe('dashboards in Chromium', () => {
         type: 'post',
       });
       expect(created.status).toBe(201);
-      const postId = ((await created.json()) as { id: string }).id;
+      const { id: postId, swap_tx: postTx } = (await created.json()) as { id: string; swap_tx: string };
       await settleShipReconcile();
 
       await page.goto(`${h.base}/dashboard/creator`);
@@ -242,6 +242,29 @@ describe('dashboards in Chromium', () => {
       expect(await links.count()).toBeGreaterThanOrEqual(5);
       const href = (await links.first().getAttribute('href'))!;
       expect(href).toContain(`cluster=custom&customUrl=${encodeURIComponent(h.env.app.publicRpcUrl)}`);
+
+      // Each money move shows the state of its transaction as a badge; the post's goes on to
+      // finalized (the worker's finality follower; the page shows it after a refresh).
+      const rows = page.locator('#tx-table tbody tr');
+      const states = page.locator('#tx-table tbody tr .badge.tx-state');
+      expect(await states.count()).toBe(await rows.count());
+      const shown = await states.evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-status')));
+      const STATES: Array<string | null> = ['pending', 'confirmed', 'finalized', 'failed'];
+      expect(shown.filter((status) => !STATES.includes(status))).toEqual([]);
+      // The faucet's deposit: credited once confirmed, not followed further.
+      await expect(
+        page.locator('#tx-table tbody tr', { hasText: 'Deposit' }).locator('.tx-state').textContent(),
+      ).resolves.toBe('confirmed');
+      const postState = page.locator(`#tx-table tr:has(a[href*="/tx/${postTx}?"]) .tx-state`);
+      const finalBy = Date.now() + 60_000;
+      while ((await postState.getAttribute('data-status')) !== 'finalized') {
+        expect(Date.now(), 'the post shown finalized within 60 s').toBeLessThan(finalBy);
+        await page.waitForTimeout(1_000);
+        await page.click('#refresh');
+        await page.waitForSelector('#refresh:not([disabled])');
+      }
+      await expect(postState.textContent()).resolves.toBe('finalized');
+      await expect(postState.getAttribute('class')).resolves.toBe('badge tx-state good');
 
       await expect(page.locator('#native-balance').textContent()).resolves.toBe('0');
       await shoot('creator-after');

@@ -18,6 +18,7 @@ test('the document names every /api/v1 route with its errors', async () => {
     '/api/v1/me',
     '/api/v1/me/profile',
     '/api/v1/me/transactions',
+    '/api/v1/payments/{swap_tx}',
     '/api/v1/posts',
     '/api/v1/posts/{id}',
     '/api/v1/posts/{id}/like',

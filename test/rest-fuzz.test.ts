@@ -29,6 +29,7 @@ const ROUTES = [
   ['POST', '/api/v1/posts'],
   ['POST', '/api/v1/send'],
   ['GET', '/api/v1/me/transactions'],
+  ['GET', '/api/v1/payments/:anything'],
   ['POST', '/api/v1/posts/:anything/repost'],
   ['POST', '/api/v1/posts/:anything/like'],
   ['DELETE', '/api/v1/posts/:anything/like'],

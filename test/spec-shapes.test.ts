@@ -5,7 +5,8 @@ import { openServiceHarness, type Member, type ServiceHarness } from './support/
 /**
  * Every endpoint of the write path against the spec (../shared/spec/social-posting-api.md), in one
  * place: exact field sets (no field missing, none added) and the JSON type of each field. Our own
- * additions the spec leaves open (the like body, 202's `status`) are named as such.
+ * additions the spec leaves open (the like body, 202's `status`, a history entry's chain state) are
+ * named as such.
  */
 let h: ServiceHarness;
 let alice: Member;
@@ -117,6 +118,11 @@ describe('the write path answers exactly as the spec', () => {
         related_post_id: ['string', 'null'],
         counterparty: ['string', 'null'],
         created_at: 'iso8601',
+        // Ours, documented (no field of the spec's Transaction has these names): its chain state.
+        status: 'string',
+        slot: ['integer', 'null'],
+        confirmed_at: ['iso8601', 'null'],
+        finalized_at: ['iso8601', 'null'],
       });
     }
     // Alice: her post, two earnings (reply and quote; the repost earns too), and her send.

@@ -9,7 +9,8 @@ import { swapForm } from './swap-form.js';
  * Creator dashboard: balances (USDC and native tokens), earnings over time (direct engagement
  * shares, from ClickHouse via creatorEarnings), earnings by source and the creator fund's epochs,
  * the swap form (native tokens -> USDC), top posts (from the ledger via viewer.topPosts) and recent
- * transactions linked to the block explorer.
+ * transactions, each with the state of its chain transaction (pending, confirmed, finalized,
+ * failed) and linked to the block explorer.
  */
 
 const page = document.getElementById('page');
@@ -308,6 +309,25 @@ function explorerLink(signature) {
   );
 }
 
+/** How each TransactionStatus reads: a word, its tone and what it means (the badge's tooltip). */
+const STATES = {
+  PENDING: { label: 'pending', tone: 'pending', title: 'Sent, not confirmed on chain yet' },
+  CONFIRMED: { label: 'confirmed', tone: '', title: 'Confirmed on chain, not final yet' },
+  FINALIZED: { label: 'finalized', tone: 'good', title: 'Final on chain' },
+  FAILED: { label: 'failed', tone: 'bad', title: 'Failed on chain: the money went back' },
+};
+
+/** The state of a money move's transaction as a small badge; a dash for one without a transaction. */
+function stateBadge(status) {
+  const state = STATES[status];
+  if (!state) return '—';
+  return el(
+    'span',
+    { class: `badge tx-state ${state.tone}`.trim(), 'data-status': status.toLowerCase(), title: state.title },
+    state.label,
+  );
+}
+
 async function loadTransactions(box) {
   show(box, 'loading', 'Loading transactions…');
   let edges;
@@ -317,7 +337,7 @@ async function loadTransactions(box) {
         transactions: { edges },
       },
     } = await gql(
-      '{ viewer { transactions(first: 20) { edges { node { id type description amountUsd swapTx createdAt counterparty } } } } }',
+      '{ viewer { transactions(first: 20) { edges { node { id type description amountUsd swapTx createdAt counterparty status } } } } }',
     ));
   } catch (error) {
     return show(box, 'error', messageOf(error), () => void loadTransactions(box));
@@ -339,6 +359,7 @@ async function loadTransactions(box) {
             el('th', { scope: 'col' }, 'Type'),
             el('th', { scope: 'col', class: 'hide-narrow' }, 'Description'),
             el('th', { scope: 'col', class: 'num' }, 'Amount'),
+            el('th', { scope: 'col' }, 'State'),
             el('th', { scope: 'col' }, 'Transaction'),
           ]),
         ),
@@ -346,11 +367,12 @@ async function loadTransactions(box) {
           'tbody',
           {},
           edges.map(({ node: t }) =>
-            el('tr', {}, [
+            el('tr', { 'data-id': t.id }, [
               el('td', {}, dateTime(t.createdAt)),
               el('td', {}, t.type.toLowerCase()),
               el('td', { class: 'hide-narrow' }, t.description),
               el('td', { class: 'num' }, usdDecimal(t.amountUsd)),
+              el('td', {}, stateBadge(t.status)),
               el('td', {}, t.swapTx ? explorerLink(t.swapTx) : '—'),
             ]),
           ),

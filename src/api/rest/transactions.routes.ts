@@ -1,5 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { transactionHistory, type TransactionHistoryAppDeps } from '../../app/transaction-history-page.js';
+import {
+  paymentBySwapTx,
+  transactionHistory,
+  type TransactionHistoryAppDeps,
+} from '../../app/transaction-history-page.js';
+import { PAYMENT_STATUSES } from '../../domain/ledger/payment-state.js';
 import type { Transaction } from '../../domain/ledger/transaction-history.js';
 import { usdNumber } from '../http-views.js';
 import type { ApiDeps } from '../../app/api-deps.js';
@@ -14,6 +19,7 @@ const historyQuery = {
 } as const;
 
 const nullableString = { type: ['string', 'null'] } as const;
+const nullableTime = { type: ['string', 'null'], format: 'date-time' } as const;
 
 const transaction = {
   type: 'object',
@@ -26,6 +32,10 @@ const transaction = {
     'related_post_id',
     'counterparty',
     'created_at',
+    'status',
+    'slot',
+    'confirmed_at',
+    'finalized_at',
   ],
   properties: {
     id: { type: 'string', description: 'The ledger movement' },
@@ -45,6 +55,23 @@ const transaction = {
     related_post_id: nullableString,
     counterparty: { ...nullableString, description: 'Handle of the other party of a send' },
     created_at: { type: 'string', format: 'date-time' },
+    // Ours (the spec's Transaction has none of these names): the state of the chain transaction.
+    status: {
+      type: ['string', 'null'],
+      enum: [...PAYMENT_STATUSES, null],
+      description:
+        'Our addition: the state of the swap_tx transaction (an earning: of the payment that paid it; a refund: failed). pending: signed or sent, not confirmed yet; confirmed; finalized; failed: failed on chain, its legs reversed (see the refund). A deposit is credited once seen confirmed and not followed further: confirmed. Null only without a swap_tx',
+    },
+    slot: {
+      type: ['integer', 'null'],
+      description: 'Our addition: the slot the chain last reported the transaction in; null before it ran',
+    },
+    confirmed_at: {
+      ...nullableTime,
+      description:
+        'Our addition: when the transaction was seen confirmed (a deposit: credited); null until then, and again while a payment the chain lost is sent again',
+    },
+    finalized_at: { ...nullableTime, description: 'Our addition: when the transaction was seen finalized' },
   },
 } as const;
 
@@ -58,7 +85,22 @@ const historyPage = {
   },
 } as const;
 
-/** The spec's Transaction; dollars as a JSON number only here, at the edge, and without float noise. */
+const paymentParams = {
+  type: 'object',
+  required: ['swap_tx'],
+  properties: {
+    swap_tx: {
+      type: 'string',
+      description:
+        'A signature of the payment: its swap_tx, or one it had before a re-sign. Anything else (not a signature, not one of the caller’s payments) is 404',
+    },
+  },
+} as const;
+
+/**
+ * The spec's Transaction plus the state of its chain transaction; dollars as a JSON number only
+ * here, at the edge, and without float noise.
+ */
 function transactionView(t: Transaction) {
   return {
     id: t.id,
@@ -69,10 +111,18 @@ function transactionView(t: Transaction) {
     related_post_id: t.relatedPostId,
     counterparty: t.counterparty,
     created_at: t.createdAt.toISOString(),
+    status: t.status,
+    slot: t.slot,
+    confirmed_at: t.confirmedAt?.toISOString() ?? null,
+    finalized_at: t.finalizedAt?.toISOString() ?? null,
   };
 }
 
-/** GET /me/transactions: the caller's ledger history, newest first, keyset-paged by signed cursor. */
+/**
+ * GET /me/transactions: the caller's ledger history, newest first, keyset-paged by signed cursor.
+ * GET /payments/{swap_tx}: one of its entries by signature, to follow a payment to finalized.
+ * Both: scope `read`, bucket `read`.
+ */
 export function registerTransactionRoutes(
   api: FastifyInstance,
   deps: ApiDeps & TransactionHistoryAppDeps,
@@ -97,5 +147,21 @@ export function registerTransactionRoutes(
         ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
       };
     },
+  );
+
+  api.get<{ Params: { swap_tx: string } }>(
+    '/payments/:swap_tx',
+    {
+      config: { scope: 'read', bucket: 'read' },
+      schema: {
+        summary:
+          'One payment of the caller’s by swap_tx, with its state (pending, confirmed, finalized, failed)',
+        tags: ['money'],
+        params: paymentParams,
+        response: { 200: transaction, 404: errorBody, ...authErrors },
+      },
+    },
+    async (request) =>
+      transactionView(await paymentBySwapTx(deps, request.viewer!.accountId, request.params.swap_tx)),
   );
 }

@@ -1,6 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { AppError } from '../errors.js';
+import type { OutboxState } from './payment-state.js';
 import {
+  findPayment,
   listTransactions,
   parseHistoryLimit,
   toTransaction,
@@ -18,7 +20,18 @@ const row = (overrides: Partial<HistoryRow>): HistoryRow => ({
   reversed: null,
   chainSignature: 'SIG',
   post: { id: 'post-1', type: 'post' },
+  outbox: null,
   ...overrides,
+});
+
+const CONFIRMED_AT = new Date('2026-11-22T10:00:01.000Z');
+const FINALIZED_AT = new Date('2026-11-22T10:00:14.000Z');
+const outbox = (status: OutboxState['status'], more: Partial<OutboxState> = {}): OutboxState => ({
+  status,
+  slot: null,
+  confirmedAt: null,
+  finalizedAt: null,
+  ...more,
 });
 
 describe('toTransaction()', () => {
@@ -72,6 +85,64 @@ describe('toTransaction()', () => {
     });
   });
 
+  test.each([
+    ['signed', 'pending'],
+    ['sent', 'pending'],
+    ['confirmed', 'confirmed'],
+    ['finalized', 'finalized'],
+    ['failed', 'failed'],
+  ] as const)('an outbox row %s shows status %s', (stored, shown) => {
+    expect(toTransaction(row({ outbox: outbox(stored) })).status).toBe(shown);
+  });
+
+  test('slot and times are the outbox row’s; an earning and a refund show the paying transaction’s', () => {
+    const finalized = outbox('finalized', {
+      slot: 1234n,
+      confirmedAt: CONFIRMED_AT,
+      finalizedAt: FINALIZED_AT,
+    });
+    for (const overrides of [{}, { amountMicro: 500_000n, post: { id: 'p', type: 'reply' as const } }]) {
+      expect(toTransaction(row({ ...overrides, outbox: finalized }))).toMatchObject({
+        status: 'finalized',
+        slot: 1234,
+        confirmedAt: CONFIRMED_AT,
+        finalizedAt: FINALIZED_AT,
+      });
+    }
+    const refund = row({
+      kind: 'reversal',
+      amountMicro: 1_000_000n,
+      reversed: { kind: 'post', idempotencyKey: null },
+      outbox: outbox('failed', { slot: 99n }),
+    });
+    expect(toTransaction(refund)).toMatchObject({ status: 'failed', slot: 99, confirmedAt: null });
+  });
+
+  test('a deposit (no outbox row) shows confirmed as of its credit; a movement without swap_tx no state', () => {
+    const createdAt = new Date('2026-11-22T09:00:00.000Z');
+    const deposit = row({
+      kind: 'deposit',
+      amountMicro: 3_000_000n,
+      idempotencyKey: 'deposit:DEP',
+      chainSignature: null,
+      post: null,
+      createdAt,
+    });
+    expect(toTransaction(deposit)).toMatchObject({
+      status: 'confirmed',
+      slot: null,
+      confirmedAt: createdAt,
+      finalizedAt: null,
+    });
+    expect(toTransaction(row({ kind: 'earn', chainSignature: null, post: null }))).toMatchObject({
+      swapTx: null,
+      status: null,
+      slot: null,
+      confirmedAt: null,
+      finalizedAt: null,
+    });
+  });
+
   test('a send reads as send for the sender and receive for the recipient', () => {
     const send = { kind: 'send' as const, post: null };
     expect(toTransaction(row({ ...send, amountMicro: -2_000_000n })).type).toBe('send');
@@ -107,6 +178,7 @@ describe('listTransactions()', () => {
       const start = after ? rows.findIndex((r) => r.movementId === after.movementId) + 1 : 0;
       return Promise.resolve(rows.slice(start, start + limit));
     },
+    bySignature: () => Promise.reject(new Error('not used')),
   };
   const deps = { history: store, cursorSecret: 's' };
 
@@ -131,4 +203,43 @@ describe('listTransactions()', () => {
       listTransactions(deps, ACCOUNT, { cursor: 'x' }, { limit: 'first', cursor: 'after' }),
     ).rejects.toMatchObject({ code: 'invalid_request', details: { field: 'after' } });
   });
+});
+
+describe('findPayment()', () => {
+  const ACCOUNT = '0b6c5a0e-8d52-4c8e-9d0e-2f1f4b7c9a11';
+  const SIGNATURE = '5'.repeat(88);
+  const asked: string[] = [];
+  const store = (rows: HistoryRow[]): TransactionHistoryStore => ({
+    page: () => Promise.reject(new Error('not used')),
+    bySignature: (_accountId, signature) => {
+      asked.push(signature);
+      return Promise.resolve(rows);
+    },
+  });
+
+  test('answers the account’s entry of the payment, with its current swap_tx and state', async () => {
+    const found = await findPayment(
+      { history: store([row({ chainSignature: 'CURRENT', outbox: outbox('confirmed', { slot: 7n }) })]) },
+      ACCOUNT,
+      SIGNATURE,
+    );
+    expect(found).toMatchObject({ type: 'post', swapTx: 'CURRENT', status: 'confirmed', slot: 7 });
+  });
+
+  test('nothing of the account is not_found', async () => {
+    await expect(findPayment({ history: store([]) }, ACCOUNT, SIGNATURE)).rejects.toMatchObject({
+      code: 'not_found',
+    });
+  });
+
+  test.each(['', 'short', `${'5'.repeat(87)}0`, `${'5'.repeat(89)}`, `${'5'.repeat(80)}/../../`])(
+    'a text that is no signature (%j) is not_found without a query',
+    async (text) => {
+      asked.length = 0;
+      await expect(findPayment({ history: store([row({})]) }, ACCOUNT, text)).rejects.toMatchObject({
+        code: 'not_found',
+      });
+      expect(asked).toEqual([]);
+    },
+  );
 });

@@ -3,6 +3,7 @@ import type { PostType } from '../posts/post-rules.js';
 import { decodeHistoryCursor, encodeHistoryCursor, type HistoryPosition } from './history-cursor.js';
 import { formatNative } from '../payouts/creator-fund-rules.js';
 import type { MovementKind } from './ledger.js';
+import { isSignatureText, paymentStateOf, type OutboxState, type PaymentState } from './payment-state.js';
 
 /**
  * The spec's types (post, repost, earn, send, receive) plus three of ours: `deposit` (USDC arriving
@@ -11,8 +12,11 @@ import type { MovementKind } from './ledger.js';
  */
 export type TransactionType = 'post' | 'repost' | 'earn' | 'send' | 'receive' | 'deposit' | 'refund' | 'swap';
 
-/** One entry of an account's history: one ledger movement as that account saw it. */
-export interface Transaction {
+/**
+ * One entry of an account's history: one ledger movement as that account saw it, with the state of
+ * its chain transaction (status, slot, confirmedAt, finalizedAt; see paymentStateOf).
+ */
+export interface Transaction extends PaymentState {
   /** The ledger movement's id. */
   id: string;
   type: TransactionType;
@@ -50,11 +54,18 @@ export interface HistoryRow {
   post: { id: string; type: PostType } | null;
   /** The send paid by the movement (a reversal: by the reversed movement), seen from the account. */
   send?: { counterparty: string; memo: string | null } | null;
+  /** The outbox row of the movement's chain transaction (a reversal: the reversed movement's). */
+  outbox: OutboxState | null;
 }
 
 export interface TransactionHistoryStore {
   /** Movements touching the account, newest first (`created_at`, then id), strictly after `after`. */
   page(accountId: string, query: { limit: number; after?: HistoryPosition }): Promise<HistoryRow[]>;
+  /**
+   * The account's movements paid by the chain transaction whose signature is, or was before a
+   * re-sign, `signature` (reversals left out), or its deposit of that signature; newest first.
+   */
+  bySignature(accountId: string, signature: string): Promise<HistoryRow[]>;
 }
 
 export interface TransactionHistoryDeps {
@@ -226,5 +237,30 @@ export function toTransaction(row: HistoryRow): Transaction {
     relatedPostId: row.post?.id ?? null,
     counterparty: row.send?.counterparty ?? null,
     createdAt: row.createdAt,
+    ...paymentStateOf({
+      outbox: row.outbox,
+      swapTx,
+      isDeposit: row.kind === 'deposit',
+      createdAt: row.createdAt,
+    }),
   };
+}
+
+/**
+ * One payment of the account by its `swap_tx`, as its history shows it (the same entry, so an
+ * author's earning from a reply is the reply's payment as the author saw it). A signature the
+ * payment had before a re-sign finds it too; the answer carries the current one. A payment that
+ * failed answers with status `failed` (its refund is a separate history entry). Anything else (a
+ * signature of another account's payment, an unknown or malformed one) is not_found: whose
+ * payments exist is nobody else's business.
+ */
+export async function findPayment(
+  deps: Pick<TransactionHistoryDeps, 'history'>,
+  accountId: string,
+  swapTx: string,
+): Promise<Transaction> {
+  const rows = isSignatureText(swapTx) ? await deps.history.bySignature(accountId, swapTx) : [];
+  const row = rows[0];
+  if (!row) throw new AppError('not_found', 'No payment of this account has that swap_tx');
+  return toTransaction(row);
 }

@@ -1,4 +1,4 @@
-import { transactionHistory } from '../../../app/transaction-history-page.js';
+import { paymentBySwapTx, transactionHistory } from '../../../app/transaction-history-page.js';
 import { AppError } from '../../../domain/errors.js';
 import { HISTORY_MAX_LIMIT, type Transaction } from '../../../domain/ledger/transaction-history.js';
 import { formatMicroUsd } from '../../../domain/money/usd.js';
@@ -17,6 +17,27 @@ const TransactionTypeEnum = builder.enumType('TransactionType', {
     DEPOSIT: { value: 'deposit' },
     REFUND: { value: 'refund' },
     SWAP: { value: 'swap' },
+  } as const,
+});
+
+const TransactionStatusEnum = builder.enumType('TransactionStatus', {
+  description:
+    'Where the chain transaction of a money move is now (REST `status`). Unlike PaymentStatus (how far a payment had got when its mutation answered), this is read when asked.',
+  values: {
+    PENDING: {
+      value: 'pending',
+      description: 'Signed or sent, not confirmed yet: its credits to others are held.',
+    },
+    CONFIRMED: {
+      value: 'confirmed',
+      description:
+        'Confirmed on chain; followed to finalized (a payment the chain loses meanwhile is sent again and shows PENDING). A deposit stays here: credited once seen confirmed, not followed further.',
+    },
+    FINALIZED: { value: 'finalized', description: 'Finalized on chain.' },
+    FAILED: {
+      value: 'failed',
+      description: 'Failed on chain; its legs reversed (the history holds the refund).',
+    },
   } as const,
 });
 
@@ -41,8 +62,49 @@ export const TransactionRef = builder.objectRef<Transaction>('Transaction').impl
       description: 'Handle of the other party of a send.',
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    status: t.field({
+      type: TransactionStatusEnum,
+      nullable: true,
+      description:
+        'State of the swapTx transaction (an earning: of the payment that paid it; a refund: FAILED). Null only without a swapTx.',
+      resolve: (transaction) => transaction.status,
+    }),
+    slot: t.exposeInt('slot', {
+      nullable: true,
+      description: 'The slot the chain last reported the transaction in; null before it ran.',
+    }),
+    confirmedAt: t.expose('confirmedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description:
+        'When the transaction was seen confirmed (a deposit: credited); null until then, and again while a payment the chain lost is sent again.',
+    }),
+    finalizedAt: t.expose('finalizedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the transaction was seen finalized.',
+    }),
   }),
 });
+
+builder.queryFields((t) => ({
+  payment: t.field({
+    type: TransactionRef,
+    nullable: true,
+    description:
+      'One payment of the viewer by its swapTx (or a signature it had before a re-sign), as its history shows it, with its state (REST GET /payments/{swap_tx}). Null when it is not one of the viewer’s, as `post` and `user` answer for what they do not show. Needs `read`.',
+    authScopes: { read: true },
+    args: { swapTx: t.arg.string({ required: true }) },
+    resolve: async (_root, { swapTx }, ctx) => {
+      try {
+        return await paymentBySwapTx(ctx.deps, ctx.viewer!.accountId, swapTx);
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'not_found') return null;
+        throw error;
+      }
+    },
+  }),
+}));
 
 const TransactionConnection = builder.connectionObject({
   type: TransactionRef,

@@ -5,7 +5,7 @@ import type { Db } from '../src/adapters/postgres/db.js';
 import type { PlatformChain, RpcClient } from '../src/adapters/solana/index.js';
 import type { LedgerStore } from '../src/domain/ledger/ledger-store.port.js';
 import { onChainUsdc } from '../test/support/balances.js';
-import { expectedBalances, legBalance, outboxRows, type Charge } from '../test/support/books.js';
+import { expectedBalances, legBalance, type Charge } from '../test/support/books.js';
 import { waitForPayments } from '../test/support/settled.js';
 import type { Member } from './funded-accounts.js';
 
@@ -63,23 +63,32 @@ export async function closeBooks(
   });
 
   const open = await waitForPayments(deps.db, 120_000, 500);
+  // Then finality: every confirmed payment must reach finalized (the worker's finality follower),
+  // or be sent again and get there, when the chain lost it in a crash.
+  const unfinal = await waitForFinality(deps.db, 120_000);
   const acknowledged = writes.filter((w) => w.final && w.final.status < 300);
   const signatures = acknowledged.map((w) => w.final!.signature ?? `missing swap_tx (${w.idempotencyKey})`);
-  const outbox = await outboxRows(deps.db);
+  const outbox = await deps.db
+    .selectFrom('chain_transactions')
+    .select(['signature', 'status', 'replaced_signatures'])
+    .execute();
   const byStatus = new Map<string, number>();
   for (const row of outbox) byStatus.set(row.status, (byStatus.get(row.status) ?? 0) + 1);
-  const outboxSignatures = new Set(outbox.map((row) => row.signature));
-  const confirmed = new Set(
-    outbox
-      .filter((row) => row.status === 'confirmed' || row.status === 'finalized')
-      .map((row) => row.signature),
-  );
-  const notConfirmed = signatures.filter((s) => !confirmed.has(s));
+  // A payment re-signed after a crash lost it answers under its first signature: either names it.
+  const rowOf = new Map<string, (typeof outbox)[number]>();
+  for (const row of outbox) for (const s of [row.signature, ...row.replaced_signatures]) rowOf.set(s, row);
+  const settled = (s: string) => ['confirmed', 'finalized'].includes(rowOf.get(s)?.status ?? '');
+  const notConfirmed = signatures.filter((s) => !settled(s));
   const acknowledgedSet = new Set(signatures);
-  const chargedUntold = [...outboxSignatures].filter((s) => !acknowledgedSet.has(s));
+  const acknowledgedRows = new Set(signatures.map((s) => rowOf.get(s)).filter((row) => row !== undefined));
+  const chargedUntold = outbox.filter((row) => !acknowledgedRows.has(row));
   checks.push({
     name: 'every acknowledged paid write is confirmed on chain, once',
-    pass: open === 0 && notConfirmed.length === 0 && acknowledgedSet.size === signatures.length,
+    pass:
+      open === 0 &&
+      notConfirmed.length === 0 &&
+      acknowledgedSet.size === signatures.length &&
+      acknowledgedRows.size === signatures.length,
     detail:
       `${signatures.length} acknowledged, ${acknowledgedSet.size} distinct swap_tx, ${notConfirmed.length} not confirmed` +
       `; outbox ${JSON.stringify(Object.fromEntries(byStatus))}` +
@@ -87,9 +96,10 @@ export async function closeBooks(
   });
   checks.push({
     name: 'nothing charged that the client was not told of (outbox = acknowledged)',
-    pass: chargedUntold.length === 0 && outbox.length === acknowledgedSet.size,
+    pass: chargedUntold.length === 0 && outbox.length === acknowledgedRows.size,
     detail: `${outbox.length} outbox rows, ${chargedUntold.length} not acknowledged to any client`,
   });
+  checks.push(await finalOnChain(deps, outbox, unfinal));
 
   // Balances: funding minus what the acknowledged writes moved, in the ledger and on chain. A
   // refused write moved nothing, or this would not add up.
@@ -126,6 +136,43 @@ export async function closeBooks(
   checks.push(await earningsShipped(deps, members, runStartedAt));
   checks.push(await queuesClean(deps));
   return checks;
+}
+
+/** Polls until no outbox row is 'confirmed' (all finalized or failed); how many were left at the deadline. */
+async function waitForFinality(db: Db, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { n } = await db
+      .selectFrom('chain_transactions')
+      .select(db.fn.countAll<string>().as('n'))
+      .where('status', 'in', ['signed', 'sent', 'confirmed'])
+      .executeTakeFirstOrThrow();
+    if (Number(n) === 0 || Date.now() > deadline) return Number(n);
+    await sleep(1_000);
+  }
+}
+
+/**
+ * Every payment ended final: `finalized` in the outbox and finalized on chain under its current
+ * signature, or `failed` (and then reversed: the balance check holds that).
+ */
+async function finalOnChain(
+  deps: BookDeps,
+  outbox: Array<{ signature: string; status: string }>,
+  unfinal: number,
+): Promise<Check> {
+  const finalized = outbox.filter((row) => row.status === 'finalized').map((row) => row.signature);
+  const failed = outbox.filter((row) => row.status === 'failed').length;
+  const statuses = await deps.rpc.getSignatureStatuses(finalized, { searchTransactionHistory: true });
+  const notFinalOnChain = finalized.filter((_, i) => statuses[i]?.confirmationStatus !== 'finalized');
+  return {
+    name: 'every payment ends finalized on chain, or failed and reversed',
+    pass: unfinal === 0 && notFinalOnChain.length === 0 && finalized.length + failed === outbox.length,
+    detail:
+      `${finalized.length} finalized, ${failed} failed, ${unfinal} not final after 120 s` +
+      `; ${notFinalOnChain.length} finalized in the outbox but not on chain` +
+      (notFinalOnChain.length ? ` (e.g. ${notFinalOnChain.slice(0, 3).join(', ')})` : ''),
+  };
 }
 
 /** "busy x23, dropped x9": how a key's attempts went. */

@@ -15,7 +15,7 @@ import {
 } from './chaos-processes.js';
 
 /**
- * The five faults. Each takes a dependency away for `outageMs` and brings it back, and resolves
+ * The six faults. Each takes a dependency away for `outageMs` and brings it back, and resolves
  * to the time it answered again ("back"): recovery is measured from there.
  */
 export interface Fault {
@@ -106,6 +106,22 @@ export function faults(t: Targets): Fault[] {
         signal(pid, 'SIGKILL', true);
         await waitGone(pid, 5_000);
         await sleep(outageMs);
+        await t.restartService();
+        return { backAt: Date.now() };
+      },
+    },
+    {
+      // `npm start` killed as a whole with its embedded chain: the localnet loses what it had not
+      // made durable, and the service finds the payments it had in flight on restart.
+      name: 'f) service and localnet kill -9 together',
+      inject: async (outageMs) => {
+        const service = t.service().pid;
+        const localnet = t.localnet().pid;
+        signal(service, 'SIGKILL', true);
+        signal(localnet, 'SIGKILL', true);
+        await Promise.all([waitGone(service, 5_000), waitGone(localnet, 5_000)]);
+        await sleep(outageMs);
+        await t.restartLocalnet();
         await t.restartService();
         return { backAt: Date.now() };
       },

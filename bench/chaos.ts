@@ -27,7 +27,7 @@ import { fundedMembers } from './funded-accounts.js';
 
 /**
  * `npm run chaos` (issue 22, items 2-3): the service as a user runs it (a child `node --import tsx
- * src/main.ts` on a fresh DATA_DIR), a steady mixed load of careful clients, and five faults one
+ * src/main.ts` on a fresh DATA_DIR), a steady mixed load of careful clients, and six faults one
  * after another with a quiet settle between; then the books must close. `--short` (or
  * CHAOS_SHORT=1) for a quick run; CHAOS_FAULT_SECONDS / CHAOS_SETTLE_SECONDS override.
  *

@@ -3,8 +3,8 @@ import { describe, expect, test } from 'vitest';
 
 /**
  * `npm run chaos -- --short` as part of `npm test`: the service on its own redis-server, Postgres
- * and localnet under careful clients while Redis, Postgres, the RPC, ClickHouse and the whole
- * service fail one after another (6 s each); then the books must close. The bench prints one row
+ * and localnet under careful clients while Redis, Postgres, the RPC, ClickHouse, the whole
+ * service, and the service with its chain fail one after another (6 s each); then the books must close. The bench prints one row
  * per fault and one per end-of-run check and exits 1 when any fails; this test holds that it ran
  * every fault and every check, and passed.
  */
@@ -14,6 +14,7 @@ const FAULTS = [
   'c) localnet RPC stopped',
   'd) clickhouse unavailable',
   'e) service kill -9 (group)',
+  'f) service and localnet kill -9 together',
 ];
 
 function runChaos(): Promise<{ code: number | null; output: string }> {
@@ -44,7 +45,7 @@ describe('npm run chaos -- --short', () => {
       const checks = (output.split('End-of-run checks')[1] ?? '')
         .split('\n')
         .filter((line) => line.startsWith('| ') && !line.startsWith('| check '));
-      expect(checks.length, output.slice(-8_000)).toBe(8);
+      expect(checks.length, output.slice(-8_000)).toBe(9);
       expect(
         checks.filter((line) => !/^\| [^|]+\| PASS +\|/.test(line)),
         output.slice(-8_000),

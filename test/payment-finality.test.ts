@@ -1,11 +1,11 @@
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startLocalnet, type Localnet } from '../src/localnet/localnet.js';
 import { onChainUsdc, settledMoney } from './support/balances.js';
 import { openServiceHarness, type ServiceHarness } from './support/service-harness.js';
+import { until } from './support/until.js';
 
 /*
  * Confirmed is not final: the worker's finality follower takes every confirmed payment to
@@ -14,6 +14,13 @@ import { openServiceHarness, type ServiceHarness } from './support/service-harne
  * last second in a crash does.
  */
 
+/**
+ * Slots of 250 ms: a confirmed payment is finalized 32 slots (8 s) later, and the test must lose it
+ * from the chain before that (once finalized, it is final and nobody looks again). At the usual
+ * 100 ms, a slow restart of the chain let the follower finalize it first.
+ */
+const SLOT_MS = 250;
+
 let h: ServiceHarness;
 let folder: string;
 /** The localnet serving the harness's RPC URL now (the harness's own until the test restarts it). */
@@ -21,7 +28,10 @@ let chain: Localnet | undefined;
 
 beforeAll(async () => {
   folder = mkdtempSync(path.join(tmpdir(), 'lf-finality-'));
-  h = await openServiceHarness({ RATE_LIMIT_MULTIPLIER: '0' }, { localnetDir: path.join(folder, 'now') });
+  h = await openServiceHarness(
+    { RATE_LIMIT_MULTIPLIER: '0' },
+    { localnetDir: path.join(folder, 'now'), slotMs: SLOT_MS },
+  );
   chain = h.env.localnet;
 });
 afterAll(async () => {
@@ -39,22 +49,11 @@ const outboxRow = (signature: string) =>
     )
     .executeTakeFirstOrThrow();
 
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`${what}: not within ${ms} ms (last: ${JSON.stringify(value)})`);
-    await sleep(200);
-  }
-}
-
 /** Stops the chain (it saves on close) and starts it again on the same ports from `dir`. */
 async function restartChain(dir: string): Promise<void> {
   const port = Number(new URL(chain!.rpcUrl).port);
   await chain!.close();
-  chain = await startLocalnet({ port, slotMs: 100, dir });
+  chain = await startLocalnet({ port, slotMs: SLOT_MS, dir });
 }
 
 describe('the finality follower', () => {
@@ -105,6 +104,8 @@ describe('the finality follower', () => {
     expect((await settledMoney(h.env.app, author.account.id)).availableMicro).toBe(2_500_000n);
 
     await restartChain(path.join(folder, 'older'));
+    // Still only confirmed: the chain lost it before it could be finalized.
+    expect((await outboxRow(lostTx)).status).toBe('confirmed');
     const [gone] = await h.env.app.rpc.getSignatureStatuses([lostTx], { searchTransactionHistory: true });
     expect(gone).toBeNull();
 

@@ -7,6 +7,7 @@ import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { drainOnChain } from './support/chain-tampering.js';
 import { depositNative } from './support/deposit.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
+import { until } from './support/until.js';
 
 let h: ServiceHarness;
 
@@ -228,18 +229,6 @@ type Entry = Record<string, any>;
 async function payment(who: Member, swapTx: string) {
   const response = await h.call(who, 'GET', `/payments/${encodeURIComponent(swapTx)}`);
   return { status: response.status, body: (await response.json()) as Entry };
-}
-
-/** Reads until `done` says so, every 200 ms; past `ms` fails with the last value read. */
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`${what}: not within ${ms} ms (last: ${JSON.stringify(value)})`);
-    await sleep(200);
-  }
 }
 
 const TX_FIELDS = 'id type swapTx relatedPostId counterparty createdAt status slot confirmedAt finalizedAt';

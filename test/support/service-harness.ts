@@ -59,7 +59,7 @@ export interface ServiceHarness {
  */
 export async function openServiceHarness(
   overrides: Record<string, string> = {},
-  options: { localnetDir?: string } = {},
+  options: { localnetDir?: string; slotMs?: number } = {},
 ): Promise<ServiceHarness> {
   const env = await openTestEnv(overrides, { chain: true, ...options });
   let server: FastifyInstance | undefined;

@@ -34,6 +34,8 @@ export async function openTestEnv(
     clickhouse?: false;
     /** Keep the localnet's state in this folder (in memory otherwise). */
     localnetDir?: string;
+    /** The localnet's slot length. @defaultValue 100 */
+    slotMs?: number;
   } = {},
 ): Promise<TestEnv> {
   const id = `t${randomBytes(5).toString('hex')}`;
@@ -67,7 +69,7 @@ export async function openTestEnv(
   const localnet = options.chain
     ? await startLocalnet({
         port: 0,
-        slotMs: 100,
+        slotMs: options.slotMs ?? 100,
         plainValidator: options.chain === 'plain-validator',
         dir: options.localnetDir,
       })

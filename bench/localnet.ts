@@ -4,9 +4,10 @@
  *
  *   npx tsx bench/localnet.ts
  *
- * The localnet runs in its own worker thread on free ports with the real 400 ms slot, as under
- * `npm start`: client and chain share the machine's two cores, so the figure is what the service
- * itself can do. Every transfer is confirmed at 'confirmed' through
+ * The localnet runs in its own worker thread on free ports with the real 400 ms slot and a data
+ * folder (a fresh temporary one), as under `npm start`: client and chain share the machine's two
+ * cores, so the figure is what the service itself can do, and a transfer is `confirmed` only once
+ * the localnet has written it to disk. Every transfer is confirmed at 'confirmed' through
  * `confirmMany`, and the recipients' and senders' token balances are read back at the end of each
  * phase: a lost, duplicated or failed transfer fails the run (exit code 1), as does a rate under
  * the target on the HTTP run without preflight.
@@ -16,6 +17,9 @@
  * BENCH_POLL_MS (100), BENCH_SENDERS (64), BENCH_RECIPIENTS (4). A smoke run (BENCH_SMOKE=1,
  * bench-settings.ts) moves 300 + 100 + 300 transfers after 50, in chunks of 100, from 8 senders.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { MINT_SIZE, MintLayout, TOKEN_PROGRAM_ID } from '@solana/spl-token';
@@ -462,8 +466,9 @@ function line(result: PhaseResult): string {
 async function main(): Promise<number> {
   const settings = readSettings();
   const setupStarted = performance.now();
-  // In its own thread, on free ports, with the real slot length: as the devstack starts it.
-  const localnet = await startLocalnetThread({ port: 0, slotMs: SLOT_MS });
+  // In its own thread, on free ports, with the real slot length and a folder: as the devstack starts it.
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'ledgerfeed-bench-localnet-'));
+  const localnet = await startLocalnetThread({ dir, port: 0, slotMs: SLOT_MS });
   // The ceiling runs on a second chain in this thread, where chain.submit can be called directly.
   let inProcessNet: Localnet | undefined;
   try {
@@ -544,6 +549,7 @@ async function main(): Promise<number> {
   } finally {
     await inProcessNet?.close();
     await localnet.close();
+    await rm(dir, { recursive: true, force: true });
   }
 }
 

@@ -33,7 +33,7 @@ export async function startLocalnet(options: LocalnetOptions): Promise<Localnet>
   try {
     ({ port, wss } = await listenPair(server, host, options.port));
   } catch (error) {
-    chain.close();
+    await chain.close();
     const reason =
       (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
         ? ` (port ${options.port} or ${options.port + 1} is in use: set LOCALNET_PORT)`
@@ -52,7 +52,7 @@ export async function startLocalnet(options: LocalnetOptions): Promise<Localnet>
       await new Promise((resolve) => wss.close(resolve));
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      chain.close();
+      await chain.close();
     },
   };
 }

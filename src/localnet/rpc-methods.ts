@@ -140,14 +140,12 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
       ) {
         throw invalidParams(`limit must be an integer from 1 to ${MAX_SIGNATURES_FOR_ADDRESS}`);
       }
-      const records = chain.store
-        .forAddress(address, {
-          before: optionalString(config.before, 'before'),
-          until: optionalString(config.until, 'until'),
-          limit: limit + 64, // room for entries not yet at the requested commitment
-        })
-        .filter((record) => reaches(chain.commitmentOf(record), commitment))
-        .slice(0, limit);
+      const records = chain.store.forAddress(address, {
+        before: optionalString(config.before, 'before'),
+        until: optionalString(config.until, 'until'),
+        limit,
+        accept: (record) => reaches(chain.commitmentOf(record), commitment),
+      });
       return records.map((record) => ({
         signature: record.signature,
         slot: record.slot,

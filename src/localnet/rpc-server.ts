@@ -236,6 +236,10 @@ export function attachPubSub(wss: WebSocketServer, chain: LocalChain): void {
     }
     for (const subscription of signatureSubscriptions.values()) notifyIfReached(subscription);
   });
+  // `confirmed` comes when a write puts the transaction on disk, not with a slot.
+  chain.on('durable', () => {
+    for (const subscription of signatureSubscriptions.values()) notifyIfReached(subscription);
+  });
   chain.on('landed', (record: TransactionRecord) => {
     for (const subscription of signatureSubscriptions.values()) {
       if (subscription.signature === record.signature) notifyIfReached(subscription);

@@ -72,18 +72,20 @@ export class TransactionStore {
     return this.bySignature.get(signature);
   }
 
-  /** Records from `fromSeq` on, in landing order (for persistence). */
-  since(fromSeq: number): TransactionRecord[] {
-    return this.bySeq.slice(fromSeq);
-  }
-
   /**
    * Newest first, like a validator: strictly older than `before`, stopping at (and excluding)
    * `until`. An unknown `before` yields nothing; an unknown `until` does not stop the walk.
+   * Records `accept` refuses (not yet at the asked commitment: always the newest) are skipped and
+   * do not count toward `limit`.
    */
   forAddress(
     address: string,
-    options: { before?: string; until?: string; limit: number },
+    options: {
+      before?: string;
+      until?: string;
+      limit: number;
+      accept?: (record: TransactionRecord) => boolean;
+    },
   ): TransactionRecord[] {
     const list = this.byAddress.get(address) ?? [];
     let end = list.length;
@@ -97,7 +99,8 @@ export class TransactionStore {
     for (let i = end - 1; i >= 0 && out.length < options.limit; i--) {
       const seq = list[i]!;
       if (seq <= untilSeq) break;
-      out.push(this.bySeq[seq]!);
+      const record = this.bySeq[seq]!;
+      if (!options.accept || options.accept(record)) out.push(record);
     }
     return out;
   }

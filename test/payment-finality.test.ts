@@ -10,8 +10,8 @@ import { until } from './support/until.js';
 /*
  * Confirmed is not final: the worker's finality follower takes every confirmed payment to
  * `finalized`, and sends again one the chain lost after confirming it. The chain here keeps its
- * state in a folder, so the test can restart it from an older save, as a localnet that lost its
- * last second in a crash does.
+ * state in a folder, so the test can restart it from an older save: what a dropped fork looks like
+ * to the service (the localnet itself no longer loses a confirmed transaction in a crash).
  */
 
 /**

@@ -13,6 +13,7 @@ import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { fundedAccount } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { missingVerdict } from './support/verdict-rows.js';
 
 /**
  * Finance sees finality (issue 38): the reconciliation summary counts each day's payments by outbox
@@ -183,17 +184,8 @@ describe('not_finalized', () => {
     const stuck = await outbox(confirmedOld.chainTransactionId);
     const unsent = await outbox(signedOld.chainTransactionId);
     // The reconciler's verdicts of each day (ClickHouse), to page through beside them.
-    const verdict = (day: string, signature: string) => ({
-      movement_id: randomUUID(),
-      signature,
-      ledger_day: day,
-      status: 'missing',
-      ledger_amount: '1000000',
-      chain_amount: '0',
-      commitment: '',
-      detail: '',
-      checked_at: '2026-11-27 00:00:00.000',
-    });
+    const verdict = (day: string, signature: string) =>
+      missingVerdict(randomUUID(), signature, day, '2026-11-27 00:00:00.000');
     await env.app.clickhouse.insertRows('reconciliation', [
       verdict(today, 'verdict-today'),
       verdict(older, 'verdict-older'),

@@ -4,6 +4,7 @@ import { buildServer } from '../src/api/server.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { missingVerdict } from './support/verdict-rows.js';
 
 /**
  * An id that only looks like a UUID (36 hex digits and dashes, in any order) never reaches a
@@ -75,17 +76,8 @@ async function financeGql(query: string, variables: Record<string, unknown>) {
 
 describe('reconciliation cursors (GraphQL, finance role)', () => {
   test('the cursors it gives out page through every exception', async () => {
-    const row = (movementId: string, signature: string, day: string) => ({
-      movement_id: movementId,
-      signature,
-      ledger_day: day,
-      status: 'missing',
-      ledger_amount: '1000000',
-      chain_amount: '0',
-      commitment: '',
-      detail: '',
-      checked_at: '2026-11-25 00:00:00.000',
-    });
+    const row = (movementId: string, signature: string, day: string) =>
+      missingVerdict(movementId, signature, day, '2026-11-25 00:00:00.000');
     await env.app.clickhouse.insertRows('reconciliation', [
       row('0a0e5a5e-1111-4111-8111-111111111111', 'sig-a', '2026-11-24'),
       row('fb0e5a5e-2222-4222-8222-222222222222', 'sig-b', '2026-11-24'),

@@ -24,6 +24,19 @@ async function post(who: Member, body: unknown): Promise<{ id: string; swap_tx: 
   return (await response.json()) as { id: string; swap_tx: string };
 }
 
+/** alice_<suffix> posts and bob_<suffix> replies to it, each funded with its amount. */
+async function postAndReply(
+  suffix: string,
+  [aliceMicro, bobMicro]: [bigint, bigint],
+  [content, reply]: [string, string],
+) {
+  const alice = await h.member(`alice_${suffix}`, aliceMicro);
+  const bob = await h.member(`bob_${suffix}`, bobMicro);
+  const alicePost = await post(alice, { type: 'post', content });
+  const bobReply = await post(bob, { type: 'reply', content: reply, parent_id: alicePost.id });
+  return { alice, bob, alicePost, bobReply };
+}
+
 async function history(who: Member, query = '') {
   const response = await h.call(who, 'GET', `/me/transactions${query}`);
   return { status: response.status, body: (await response.json()) as Record<string, any> };
@@ -53,10 +66,11 @@ describe('GET /api/v1/me/transactions', () => {
   let bobReply: { id: string; swap_tx: string };
 
   beforeAll(async () => {
-    alice = await h.member('alice_tx', 3_000_000n);
-    bob = await h.member('bob_tx', 2_000_000n);
-    alicePost = await post(alice, { type: 'post', content: 'history, paid' });
-    bobReply = await post(bob, { type: 'reply', content: 'noted', parent_id: alicePost.id });
+    ({ alice, bob, alicePost, bobReply } = await postAndReply(
+      'tx',
+      [3_000_000n, 2_000_000n],
+      ['history, paid', 'noted'],
+    ));
   }, 120_000);
 
   test('an account with no ledger account has an empty history', async () => {
@@ -262,10 +276,11 @@ describe('the state of every money move (status, slot, confirmed_at, finalized_a
   let bobReply: { id: string; swap_tx: string };
 
   beforeAll(async () => {
-    alice = await h.member('alice_state', 5_000_000n);
-    bob = await h.member('bob_state', 5_000_000n);
-    alicePost = await post(alice, { type: 'post', content: 'followed to finality' });
-    bobReply = await post(bob, { type: 'reply', content: 'me too', parent_id: alicePost.id });
+    ({ alice, bob, alicePost, bobReply } = await postAndReply(
+      'state',
+      [5_000_000n, 5_000_000n],
+      ['followed to finality', 'me too'],
+    ));
   }, 120_000);
 
   test('a paid post is followed to finalized: the history, GET /payments/{swap_tx} and GraphQL show it with its slot and both times', async () => {

@@ -19,6 +19,7 @@ import * as storedCounters from './2026_11_24_f_stored_counters.js';
 import * as idempotencyLeases from './2026_11_24_g_idempotency_leases.js';
 import * as setLikeFunction from './2026_11_25_a_set_like_function.js';
 import * as paymentFinality from './2026_11_27_a_payment_finality.js';
+import * as eventLog from './2026_11_27_b_event_log.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -47,4 +48,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_24_g_idempotency_leases': idempotencyLeases,
   '2026_11_25_a_set_like_function': setLikeFunction,
   '2026_11_27_a_payment_finality': paymentFinality,
+  '2026_11_27_b_event_log': eventLog,
 };

@@ -236,6 +236,25 @@ export const envSchema = z.object({
   USDC_MINT: optional(base58Address),
   /** The native token's mint. Unset: a mint the bootstrap creates (and records) on first start. */
   NATIVE_MINT: optional(base58Address),
+  /**
+   * Webhooks to `http://` on a loopback address (a developer's own receiver). Unset: allowed
+   * outside production, refused in production (where every URL must be https to a public address).
+   */
+  WEBHOOK_ALLOW_LOOPBACK: optional(
+    z.enum(['true', 'false'], { message: 'expected true or false' }).transform((value) => value === 'true'),
+  ),
+  /** How long a failing event is retried before its endpoint is disabled (3 days). */
+  WEBHOOK_RETRY_WINDOW_MS: z.coerce
+    .number({ message: 'expected milliseconds' })
+    .int({ message: 'expected whole milliseconds' })
+    .min(1_000, { message: 'expected at least 1000 ms' })
+    .default(259_200_000),
+  /** Days the account event log (and the webhook delivery log) keeps an event. */
+  EVENT_RETENTION_DAYS: z.coerce
+    .number({ message: 'expected days' })
+    .int({ message: 'expected whole days' })
+    .min(30, { message: 'expected at least 30 days' })
+    .default(30),
 });
 
 export type Env = z.infer<typeof envSchema>;

@@ -23,6 +23,11 @@ export interface Database {
   creator_fund_epochs: CreatorFundEpochsTable;
   creator_fund_batches: CreatorFundBatchesTable;
   creator_fund_payouts: CreatorFundPayoutsTable;
+  event_staging: EventStagingTable;
+  account_events: AccountEventsTable;
+  account_event_heads: AccountEventHeadsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 /** signed -> sent (processed) -> confirmed -> finalized, or failed (landed with an error; legs reversed). */
@@ -278,4 +283,68 @@ export interface CreatorFundPayoutsTable {
   score: bigint;
   amount: bigint;
   batch_index: number;
+}
+
+/** What a change has to tell one account, written in the change's transaction (migration 2026_11_27_b). */
+export interface EventStagingTable {
+  id: Generated<bigint>;
+  account_id: string;
+  type: string;
+  data: unknown;
+  /** Set for what must be told once (engagement, a send received): `<type>:<movement id>`. */
+  dedupe_key: string | null;
+  created_at: Generated<Date>;
+}
+
+/** The account event log: numbered per account by the one sequencer. */
+export interface AccountEventsTable {
+  account_id: string;
+  sequence: bigint;
+  id: Generated<string>;
+  type: string;
+  data: unknown;
+  dedupe_key: string | null;
+  created_at: Date;
+}
+
+export interface AccountEventHeadsTable {
+  account_id: string;
+  last_sequence: bigint;
+}
+
+export interface WebhookEndpointsTable {
+  id: Generated<string>;
+  account_id: string;
+  url: string;
+  event_types: string[];
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  status: Generated<'enabled' | 'disabled'>;
+  disabled_reason: string | null;
+  /** The sequence of the last event of the account's log delivered (or not subscribed to). */
+  delivered_through: Generated<bigint>;
+  /** Attempts made so far at the event after `delivered_through`. */
+  attempt: Generated<number>;
+  /** When the event after `delivered_through` first failed: the 3-day window counts from here. */
+  failing_since: Date | null;
+  next_attempt_at: Date | null;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface WebhookDeliveriesTable {
+  id: Generated<bigint>;
+  endpoint_id: string;
+  event_id: string;
+  sequence: bigint;
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  delivered: boolean;
+  next_attempt_at: Date | null;
+  created_at: Generated<Date>;
 }

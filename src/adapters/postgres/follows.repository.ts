@@ -40,11 +40,31 @@ export function createFollowStore(db: Db): FollowStore {
     }));
   };
   return {
+    // The follow and the followee's `follow.created` in one statement: both commit or neither. A
+    // follow that already existed inserts nothing and tells nothing; an unfollow and a follow again
+    // stages a second event under the same dedupe key, which the sequencer drops (told once).
     follow: async (followerId, followeeId) => {
       await db
-        .insertInto('follows')
-        .values({ follower_id: followerId, followee_id: followeeId })
-        .onConflict((oc) => oc.columns(['follower_id', 'followee_id']).doNothing())
+        .with('followed', (w) =>
+          w
+            .insertInto('follows')
+            .values({ follower_id: followerId, followee_id: followeeId })
+            .onConflict((oc) => oc.columns(['follower_id', 'followee_id']).doNothing())
+            .returning(['follower_id', 'followee_id']),
+        )
+        .insertInto('event_staging')
+        .columns(['account_id', 'type', 'data', 'dedupe_key'])
+        .expression((eb) =>
+          eb
+            .selectFrom('followed')
+            .innerJoin('accounts', 'accounts.id', 'followed.follower_id')
+            .select([
+              'followed.followee_id',
+              sql.lit('follow.created').as('type'),
+              sql<unknown>`jsonb_build_object('by', accounts.handle)`.as('data'),
+              sql<string>`'follow.created:' || followed.follower_id`.as('dedupe_key'),
+            ]),
+        )
         .execute();
     },
     unfollow: async (followerId, followeeId) => {

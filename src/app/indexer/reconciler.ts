@@ -1,11 +1,16 @@
 import { sql } from 'kysely';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
+import {
+  stageReconciliationExceptions,
+  type ReconciliationException,
+} from '../../adapters/postgres/reconciliation-events.repository.js';
 import { ChainError, type PlatformChain, type RpcClient } from '../../adapters/solana/index.js';
 import type { Metrics } from '../../observability/metrics.js';
 import {
   addDelta,
   compareDeltas,
+  isException,
   type ReconciliationStatus,
 } from '../../domain/reconciliation/reconciliation.js';
 import { clickhouseTime } from './event-shipper.js';
@@ -61,6 +66,12 @@ export interface ReconcileCursor {
 /** A transaction is finalized ~32 slots (~13 s) after it lands; re-checking before is wasted RPC. */
 const FINALIZED_RECHECK_MS = 15_000;
 
+/**
+ * The verdicts finance is told of (`reconciliation.exception`): every exception but `pending`,
+ * which only says the chain has not shown the transaction yet and becomes a verdict later.
+ */
+const toldToFinance = (status: ReconciliationStatus): boolean => isException(status) && status !== 'pending';
+
 interface OutboxRow {
   id: string;
   movement_id: string;
@@ -77,7 +88,8 @@ interface OutboxRow {
  * checked at confirmed and old enough to be finalized; or, with `since`, everything from then),
  * fetches them from chain (batched getTransaction), derives the USDC movements from pre/post token
  * balances, compares them with the ledger legs and records the verdict in ClickHouse (with the
- * transaction and its movements) and on the outbox row. Rows are claimed FOR UPDATE SKIP LOCKED
+ * transaction and its movements) and on the outbox row; an exception is staged as an event for
+ * finance in the same Postgres transaction. Rows are claimed FOR UPDATE SKIP LOCKED
  * inside one transaction, so two indexers never check the same row at once, and the row's
  * `reconciled_commitment` makes a restart resume where it stopped.
  */
@@ -132,6 +144,7 @@ export async function reconcileRound(
     const landed: FetchedTransaction[] = [];
     const now = new Date();
     const marks: Array<{ id: string; commitment: string | null; status: ReconciliationStatus }> = [];
+    const exceptions: ReconciliationException[] = [];
     for (const row of rows) {
       const tx = fetched.get(row.signature) ?? null;
       const ledger = legs.get(row.movement_id) ?? new Map<string, bigint>();
@@ -180,6 +193,15 @@ export async function reconcileRound(
         checked_at: clickhouseTime(now),
       });
       marks.push({ id: row.id, commitment, status });
+      if (toldToFinance(status)) {
+        exceptions.push({
+          signature: row.signature,
+          verdict: status,
+          ledgerAmountMicro: ledgerAmount,
+          chainAmountMicro: chainAmount,
+          detail,
+        });
+      }
     }
     // Every row's mark in one statement: a round of hundreds of rows is one round trip.
     await sql`
@@ -188,6 +210,9 @@ export async function reconcileRound(
         FROM unnest(${marks.map((m) => m.id)}::uuid[], ${marks.map((m) => m.commitment)}::text[],
                     ${marks.map((m) => m.status)}::text[]) AS m (id, commitment, status)
        WHERE c.id = m.id`.execute(trx);
+    // Finance's events commit with the marks: a crash before the commit re-checks the rows and
+    // stages them again, and the dedupe key keeps one event per signature and verdict.
+    await stageReconciliationExceptions(trx, exceptions);
     // ClickHouse first, then the Postgres commit: a crash between re-checks the rows (the
     // ReplacingMergeTrees keep one verdict each), never skips one.
     await recordTransactions(deps.clickhouse, landed);

@@ -3,6 +3,10 @@ import { sql } from 'kysely';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import {
+  stageReconciliationExceptions,
+  type ReconciliationException,
+} from '../../adapters/postgres/reconciliation-events.repository.js';
+import {
   associatedTokenAccount,
   ChainError,
   type PlatformChain,
@@ -218,6 +222,7 @@ async function judgeSignatures(
   const fetched = await counted(deps, () => fetchTransactions(deps.rpc, unknown, 'confirmed'));
   const mint = platform.usdcMint.toBase58();
   const unexplainedRows: Array<Record<string, unknown>> = [];
+  const exceptions: ReconciliationException[] = [];
   const transactions: FetchedTransaction[] = [];
   const now = new Date();
   for (const signature of unknown) {
@@ -231,13 +236,18 @@ async function judgeSignatures(
       const { replayed } = await creditDeposit(deps.ledger, signature, verdict.credits);
       if (!replayed) outcome.deposits++;
     } else if (verdict.kind === 'unexplained') {
-      unexplainedRows.push(unexplainedRow(tx, verdict.outflows, wallets, now));
+      const row = unexplainedRow(tx, verdict.outflows, wallets, now);
+      unexplainedRows.push(row.clickhouse);
+      exceptions.push(row.exception);
       deps.metrics.reconciliations.inc({ status: 'unexplained', commitment: 'confirmed' });
       outcome.unexplained++;
     }
   }
   await recordTransactions(deps.clickhouse, transactions);
   await deps.clickhouse.insertRows('reconciliation', unexplainedRows);
+  // Before the cursors move: a crash in between judges these signatures again, and the dedupe key
+  // (signature and verdict) tells finance once.
+  await stageReconciliationExceptions(deps.db, exceptions);
   return outcome;
 }
 
@@ -308,19 +318,29 @@ function unexplainedRow(
   outflows: Array<{ owner: string; amount: bigint }>,
   wallets: OurWallets,
   now: Date,
-): Record<string, unknown> {
+): { clickhouse: Record<string, unknown>; exception: ReconciliationException } {
   const total = outflows.reduce((sum, outflow) => sum + outflow.amount, 0n);
   const named = outflows.map((o) => `${wallets.labels.get(o.owner)} (${o.owner}) -${o.amount}`);
+  const detail = `USDC left ${named.join(', ')} with no ledger movement`;
   return {
-    movement_id: NIL_UUID,
-    signature: tx.signature,
-    ledger_day: tx.blockTime.toISOString().slice(0, 10),
-    status: 'unexplained',
-    ledger_amount: '0',
-    chain_amount: total.toString(),
-    commitment: 'confirmed',
-    detail: `USDC left ${named.join(', ')} with no ledger movement`,
-    checked_at: clickhouseTime(now),
+    clickhouse: {
+      movement_id: NIL_UUID,
+      signature: tx.signature,
+      ledger_day: tx.blockTime.toISOString().slice(0, 10),
+      status: 'unexplained',
+      ledger_amount: '0',
+      chain_amount: total.toString(),
+      commitment: 'confirmed',
+      detail,
+      checked_at: clickhouseTime(now),
+    },
+    exception: {
+      signature: tx.signature,
+      verdict: 'unexplained',
+      ledgerAmountMicro: 0n,
+      chainAmountMicro: total,
+      detail,
+    },
   };
 }
 

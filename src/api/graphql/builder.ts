@@ -29,6 +29,7 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     DateTime: { Input: Date; Output: Date };
     MicroUsd: { Input: bigint; Output: bigint };
+    JSONObject: { Input: never; Output: Record<string, unknown> };
   };
   DefaultFieldNullability: false;
 }>({
@@ -77,5 +78,14 @@ builder.scalarType('MicroUsd', {
     if (typeof value !== 'string' || !/^-?\d{1,30}$/.test(value))
       throw new TypeError('MicroUsd must be a string of digits (micro-USD)');
     return BigInt(value);
+  },
+});
+
+builder.scalarType('JSONObject', {
+  description:
+    'A JSON object, as the REST API answers it (an event’s `data`: its fields depend on the event type). Output only.',
+  serialize: (value) => value,
+  parseValue: () => {
+    throw new TypeError('JSONObject is output only');
   },
 });

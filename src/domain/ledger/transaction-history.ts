@@ -174,48 +174,63 @@ function sendDescription(
   return `${direction} @${send.counterparty}${send.memo ? `: ${send.memo}` : ''}`;
 }
 
+/**
+ * A movement's type as the account sees it: the payer of a post or repost spent it, the author
+ * paid from it earned; a send is sent or received; a reversal is a refund (of either side).
+ */
+export function transactionTypeOf(kind: MovementKind, spent: boolean): TransactionType {
+  switch (kind) {
+    case 'post':
+    case 'repost':
+      return spent ? kind : 'earn';
+    case 'earn':
+    case 'fund_payout':
+      return 'earn';
+    case 'send':
+      return spent ? 'send' : 'receive';
+    case 'reversal':
+      return 'refund';
+    case 'swap':
+    case 'deposit':
+      return kind;
+  }
+}
+
 /** How one movement reads from the account's side: its type and a sentence for people. */
 export function toTransaction(row: HistoryRow): Transaction {
   const spent = row.amountMicro < 0n;
   const engagement: Engagement = row.kind === 'repost' ? 'repost' : (row.post?.type ?? 'post');
-  let type: TransactionType;
+  const type = transactionTypeOf(row.kind, spent);
   let description: string;
   let swapTx = row.chainSignature;
   switch (row.kind) {
     case 'post':
     case 'repost':
       // The payer's leg spends the price; the parent author's leg earns its share.
-      type = spent ? row.kind : 'earn';
       description = spent ? SPENT_ON[engagement] : EARNED_FROM[engagement];
       break;
     case 'earn':
-      type = 'earn';
       description = 'Creator fund payout';
       break;
     case 'fund_payout':
       // Paid in native tokens: amount_usd is 0 (no dollars moved; a price would be a guess that
       // changes), the tokens are in the description. swap_tx is the batch's signature.
-      type = 'earn';
       description = `Creator fund payout: ${formatNative(row.nativeAmount ?? 0n)} native tokens${fundEpochOf(row.idempotencyKey)}`;
       break;
     case 'swap':
       // The history is the USDC account's: the amount is the USDC the swap paid out.
-      type = 'swap';
       description = 'Swap of native tokens to USDC';
       break;
     case 'send':
-      type = spent ? 'send' : 'receive';
       description = spent
         ? sendDescription('Sent to', row.send ?? null)
         : sendDescription('Received from', row.send ?? null);
       break;
     case 'deposit':
-      type = 'deposit';
       description = 'Deposit';
       swapTx ??= depositSignature(row.idempotencyKey);
       break;
     case 'reversal':
-      type = 'refund';
       // The payer gets the price back; an author who had earned from it gives the share back.
       description =
         row.reversed?.kind === 'swap'

@@ -1,0 +1,122 @@
+import type { FastifyInstance } from 'fastify';
+import type { ApiDeps } from '../../app/api-deps.js';
+import { eventCursor, eventPage, followEvents } from '../../app/events/account-events.js';
+import { EVENT_TYPES } from '../../domain/events/event-types.js';
+import { authErrors, errorBody } from './schemas.js';
+
+const cursorDescription =
+  'An event cursor: the `sequence` of the last event seen (a next_cursor), as digits; omit for the start of the kept log (30 days)';
+
+const eventQuery = {
+  type: 'object',
+  properties: {
+    after: { type: 'string', description: cursorDescription },
+    limit: { type: 'string', description: 'Integer from 1 to 100; default 50' },
+  },
+} as const;
+
+export const accountEventSchema = {
+  type: 'object',
+  required: ['id', 'type', 'created_at', 'sequence', 'data'],
+  properties: {
+    id: { type: 'string', description: '`evt_` and 32 hex digits: what a receiver dedupes by' },
+    type: { type: 'string', enum: [...EVENT_TYPES] },
+    created_at: { type: 'string', format: 'date-time', description: 'When the change committed' },
+    sequence: {
+      type: 'integer',
+      description: 'Strictly increasing per account, 1, 2, 3, ... with no gap: the order of the log',
+    },
+    data: {
+      type: 'object',
+      additionalProperties: true,
+      description:
+        'payment.*: swap_tx, kind (the history’s type), amount_usd (signed), related_post_id, counterparty, slot; post.replied/quoted/reposted: post_id, reply_id/quote_id/repost_id, by; post.liked: post_id, by; follow.created: by; send.received: from, amount_usd, memo, swap_tx; reconciliation.exception: swap_tx, verdict and the amounts',
+    },
+  },
+} as const;
+
+const eventPageSchema = {
+  type: 'object',
+  required: ['events', 'has_more', 'next_cursor'],
+  properties: {
+    events: { type: 'array', items: accountEventSchema },
+    has_more: { type: 'boolean' },
+    next_cursor: {
+      type: 'string',
+      description: 'Ask with after=next_cursor for what follows; on an empty page, the cursor given',
+    },
+  },
+} as const;
+
+/** A comment line now and then keeps proxies from closing a quiet stream. */
+const HEARTBEAT_MS = 15_000;
+
+/**
+ * GET /events: the caller's event log, oldest first, paged by cursor; pages never skip or repeat
+ * an event while new ones arrive. GET /events/stream: the same log as server-sent events from
+ * `after` or the `Last-Event-ID` a reconnecting EventSource sends, then each new event as it is
+ * numbered: a stream that resumes where it broke, unlike the GraphQL post subscriptions. Scope
+ * `read`, bucket `read`.
+ */
+export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps): void {
+  api.get<{ Querystring: { after?: string; limit?: string } }>(
+    '/events',
+    {
+      config: { scope: 'read', bucket: 'read' },
+      schema: {
+        summary: 'The caller’s event log (oldest first): payments, engagement, follows, sends received',
+        tags: ['events'],
+        querystring: eventQuery,
+        response: { 200: eventPageSchema, 400: errorBody, ...authErrors },
+      },
+    },
+    async (request) => {
+      const page = await eventPage(deps, request.viewer!.accountId, request.query);
+      return { events: page.events, has_more: page.hasMore, next_cursor: page.nextCursor };
+    },
+  );
+
+  api.get<{ Querystring: { after?: string }; Headers: { 'last-event-id'?: string } }>(
+    '/events/stream',
+    {
+      config: { scope: 'read', bucket: 'read' },
+      schema: {
+        summary:
+          'The caller’s event log as server-sent events (id: the sequence), from `after` or Last-Event-ID, then live',
+        tags: ['events'],
+        querystring: {
+          type: 'object',
+          properties: { after: { type: 'string', description: cursorDescription } },
+        },
+        response: { 400: errorBody, ...authErrors },
+      },
+    },
+    async (request, reply) => {
+      // Checked before the stream opens: a bad cursor is a JSON 400, not a broken stream.
+      const after = eventCursor(request.headers['last-event-id'] ?? request.query.after);
+      const accountId = request.viewer!.accountId;
+      const stop = new AbortController();
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        'Content-Type': 'text/event-stream; charset=utf-8',
+        'Cache-Control': 'no-cache, no-transform',
+        Connection: 'keep-alive',
+        'X-Accel-Buffering': 'no',
+      });
+      raw.write(': events of this account; reconnect with Last-Event-ID to resume\n\n');
+      const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
+      raw.on('close', () => stop.abort());
+      try {
+        for await (const event of followEvents(deps, accountId, after, stop.signal)) {
+          raw.write(`id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+        }
+      } catch (error) {
+        if (!stop.signal.aborted) request.log.warn({ err: error }, 'event stream ended by an error');
+      } finally {
+        clearInterval(heartbeat);
+        raw.end();
+      }
+    },
+  );
+}

@@ -13,6 +13,7 @@ import type { FollowStore } from '../domain/follows/follows.service.js';
 import type { LedgerStore } from '../domain/ledger/ledger-store.port.js';
 import type { HealthReport } from '../domain/health/health.service.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { WebhookUrlPolicy } from '../domain/webhooks/url-policy.js';
 
 /** From CORS_ORIGINS, METRICS_TOKEN and NODE_ENV (src/app/app.ts). */
 export interface HttpExposure {
@@ -63,4 +64,6 @@ export interface ApiDeps extends WritePathDeps {
   exposure: HttpExposure;
   /** TRUST_PROXY_HOPS: how many proxies' X-Forwarded-For entries to believe (0: none). */
   trustProxyHops: number;
+  /** Which webhook URLs may be registered (WEBHOOK_ALLOW_LOOPBACK, NODE_ENV). */
+  webhookUrlPolicy: WebhookUrlPolicy;
 }

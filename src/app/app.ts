@@ -22,6 +22,7 @@ import type { Devstack } from '../devstack/index.js';
 import { cachedHealthCheck } from '../domain/health/health-cache.js';
 import { checkHealth, type HealthReport, type Probe } from '../domain/health/health.service.js';
 import { redactUrl, redactUrls } from '../url-redaction.js';
+import { webhookUrlPolicyOf } from '../domain/webhooks/url-policy.js';
 import { cachedApiKeyStore, signallingAccountStore, signallingFollowStore } from './identity-stores.js';
 import { createChangeSignals } from './change-signals.js';
 import { createCoreServices, type CoreServices } from './core-services.js';
@@ -159,6 +160,10 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     publicRpcUrl: publicRpcUrlOf(config.PUBLIC_RPC_URL, stack.solana.url),
     exposure: httpExposureOf(config),
     trustProxyHops: config.TRUST_PROXY_HOPS,
+    webhookUrlPolicy: webhookUrlPolicyOf({
+      production: config.NODE_ENV === 'production',
+      allowLoopback: config.WEBHOOK_ALLOW_LOOPBACK,
+    }),
     rateLimiter: createRateLimiter(redis, {
       prefix: config.REDIS_PREFIX,
       multiplier: config.RATE_LIMIT_MULTIPLIER,

@@ -12,6 +12,7 @@ import { registerProfileRoutes } from './profiles.routes.js';
 import { registerSendRoutes } from './send.routes.js';
 import { registerSwapRoutes } from './swap.routes.js';
 import { registerTransactionRoutes } from './transactions.routes.js';
+import { registerWebhookRoutes } from './webhooks.routes.js';
 
 /**
  * Every /api/v1 route names the rate-limit bucket it spends (`config.bucket`): a route registered
@@ -49,4 +50,5 @@ export function registerRestRoutes(
   registerTransactionRoutes(api, deps);
   registerSendRoutes(api, deps);
   registerSwapRoutes(api, deps);
+  registerWebhookRoutes(api, deps);
 }

@@ -5,7 +5,7 @@
  */
 
 export type RateLimitBucket =
-  'post' | 'read' | 'like' | 'repost' | 'send' | 'signup' | 'signup_global' | 'anonymous';
+  'post' | 'read' | 'like' | 'repost' | 'send' | 'webhooks' | 'signup' | 'signup_global' | 'anonymous';
 
 export interface RateLimitRule {
   /** Requests allowed per window, before the deployment's multiplier. */
@@ -25,6 +25,13 @@ export const RATE_LIMITS: Readonly<Record<RateLimitBucket, Readonly<RateLimitRul
   repost: { limit: 10, windowSeconds: 60 },
   /** Send USDC: 5 per minute (spec). */
   send: { limit: 5, windowSeconds: 60 },
+  /**
+   * Webhook endpoint changes (create, delete, rotate, enable, replay): 20 per minute. Not in the
+   * spec. Each is a lookup of a name the client chose (create), or work for the dispatcher: a
+   * replay from the start re-sends the whole kept log, so replays in a loop would make us flood a
+   * receiver. An integrator setting up or rotating needs a handful; listing spends `read`.
+   */
+  webhooks: { limit: 20, windowSeconds: 60 },
   /**
    * Open account creation, per client IP: 5 per hour. Not in the spec (it shows no limit for
    * sign-up); our choice, so one address cannot mint accounts in bulk to spread the per-account

@@ -10,3 +10,4 @@ import './dashboard.js';
 import './post.js';
 import './feed.js';
 import './live.js';
+import './webhooks.js';

@@ -190,6 +190,30 @@ describe('following the log', () => {
     }
   });
 
+  test('event streams count toward the 5 an account may hold, with its subscriptions', async () => {
+    const streams = await Promise.all(Array.from({ length: 5 }, () => openStream(bob)));
+    try {
+      const sixth = await fetch(`${h.base}/api/v1/events/stream`, {
+        headers: { authorization: `Bearer ${bob.key}` },
+      });
+      expect(sixth.status).toBe(429);
+      expect(((await sixth.json()) as { error: string }).error).toBe('rate_limited');
+    } finally {
+      for (const stream of streams) stream.close();
+    }
+    // Closed streams free their slots.
+    const again = await until(
+      'a slot freed',
+      () => fetch(`${h.base}/api/v1/events/stream`, { headers: { authorization: `Bearer ${bob.key}` } }),
+      (response) => {
+        if (response.status !== 200) void response.body?.cancel();
+        return response.status === 200;
+      },
+      10_000,
+    );
+    await again.body?.cancel();
+  });
+
   test('a bad Last-Event-ID is a JSON 400, before any stream opens', async () => {
     const response = await fetch(`${h.base}/api/v1/events/stream`, {
       headers: { authorization: `Bearer ${alice.key}`, 'last-event-id': 'yesterday' },

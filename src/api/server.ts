@@ -11,7 +11,7 @@ import type { ApiDeps } from '../app/api-deps.js';
 import type { ErrorBody } from './error-map.js';
 import { registerDashboards } from './dashboards/dashboard.routes.js';
 import { registerOperationsRoutes } from './operations.routes.js';
-import { createLiveStreams } from './graphql/live-streams.js';
+import { createLiveStreams, type LiveStreams } from './graphql/live-streams.js';
 import { fastGraphqlAnswer, type GraphqlAnswer } from './graphql/fast-path.js';
 import { createGraphqlResponseCache, type GraphqlResponseCache } from './graphql/response-cache.js';
 import { createFronts, KEEP_ALIVE_TIMEOUT_MS, type Fronts } from './fronts.js';
@@ -41,6 +41,8 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
   const graphqlAnswers = createGraphqlResponseCache(deps);
   // Kept feed pages and GraphQL answers are given before Fastify (fronts.ts).
   const fronts = createFronts(deps, feedPages, graphqlAnswers);
+  // Open event streams (GraphQL subscriptions and REST's GET /events/stream), counted per account.
+  const streams = createLiveStreams(deps);
   const app: FastifyInstance = Fastify({
     loggerInstance,
     serverFactory: fronts.serverFactory,
@@ -143,7 +145,7 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
 
   await app.register(
     (api, _opts, done) => {
-      registerRestRoutes(api, deps, feedPages);
+      registerRestRoutes(api, deps, feedPages, streams);
       done();
     },
     { prefix: '/api/v1' },
@@ -153,7 +155,7 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
     fronts.close();
     done();
   });
-  mountGraphql(app, deps, graphqlAnswers, fronts);
+  mountGraphql(app, deps, graphqlAnswers, fronts, streams);
   await registerDashboards(app, deps, { queueBoard: options.queueBoard ?? true });
   return app;
 }
@@ -164,10 +166,10 @@ function mountGraphql(
   deps: ApiDeps,
   answers: GraphqlResponseCache,
   fronts: Pick<Fronts, 'payloadOf'>,
+  streams: LiveStreams,
 ): void {
   // Every subscription is admitted (counted, or refused) by the live streams' plugin when Yoga is
   // about to subscribe it, whatever its transport; the route then holds or frees its slot.
-  const streams = createLiveStreams(deps);
   const yoga = createGraphqlServer(deps, [answers.plugin, streams.plugin]);
   // No multipart parser: the schema takes no uploads, and a parser that handed Yoga the raw stream
   // let an anonymous client send an unbounded body. Fastify answers such a request 415 from its

@@ -45,6 +45,12 @@ export interface LiveStreams {
   settle(req: FastifyRequest, answer: GraphqlAnswer, raw: ServerResponse): StreamRefusal | undefined;
   /** Yoga failed on `req`: its slot, if it took one, is free again. */
   abandon(req: FastifyRequest): void;
+  /**
+   * A stream served outside GraphQL (REST GET /events/stream) takes a slot as a subscription does:
+   * counted toward the account's MAX_STREAMS_PER_ACCOUNT, cut when its key is revoked or the
+   * server closes, freed when `raw` closes. Answers the refusal when the account holds its maximum.
+   */
+  hold(owner: { accountId: string; authorization: string }, raw: ServerResponse): AppError | undefined;
   /** Cuts every open stream (the server is closing; clients reconnect). */
   closeAll(): void;
 }
@@ -171,22 +177,23 @@ export function createLiveStreams(deps: Pick<ApiDeps, 'apiKeys' | 'changes' | 'l
   const admitted = new WeakMap<FastifyRequest, OpenStream | AppError>();
 
   /** Synchronous from the count to the add: concurrent subscriptions cannot all pass the check. */
-  const admit = ({ req, viewer }: GraphQLContext): OpenStream | AppError => {
-    const stream: OpenStream = {};
-    // A bad key never gets here: building the context refused it (401).
-    const authorization = req.headers.authorization;
-    if (viewer && authorization) {
-      if (countOf(viewer.accountId) >= MAX_STREAMS_PER_ACCOUNT) {
-        return new AppError(
-          'rate_limited',
-          `An account may hold at most ${MAX_STREAMS_PER_ACCOUNT} open subscriptions; close one before opening another`,
-        );
-      }
-      stream.owner = { accountId: viewer.accountId, authorization };
+  const admitOwner = (owner: OpenStream['owner']): OpenStream | AppError => {
+    if (owner && countOf(owner.accountId) >= MAX_STREAMS_PER_ACCOUNT) {
+      return new AppError(
+        'rate_limited',
+        `An account may hold at most ${MAX_STREAMS_PER_ACCOUNT} open subscriptions and event streams; close one before opening another`,
+      );
     }
+    const stream: OpenStream = owner ? { owner } : {};
     open.add(stream);
     watch();
     return stream;
+  };
+
+  // A bad key never gets here: building the context refused it (401).
+  const admit = ({ req, viewer }: GraphQLContext): OpenStream | AppError => {
+    const authorization = req.headers.authorization;
+    return admitOwner(viewer && authorization ? { accountId: viewer.accountId, authorization } : undefined);
   };
 
   return {
@@ -231,6 +238,13 @@ export function createLiveStreams(deps: Pick<ApiDeps, 'apiKeys' | 'changes' | 'l
       const decision = admitted.get(req);
       admitted.delete(req);
       if (decision !== undefined && !(decision instanceof AppError)) drop(decision);
+    },
+    hold: (owner, raw) => {
+      const decision = admitOwner(owner);
+      if (decision instanceof AppError) return decision;
+      decision.raw = raw;
+      raw.once('close', () => free(decision));
+      return undefined;
     },
     closeAll: () => {
       for (const stream of [...open]) cut(stream);

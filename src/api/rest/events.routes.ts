@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../../app/api-deps.js';
+import type { LiveStreams } from '../graphql/live-streams.js';
 import { eventCursor, eventPage, followEvents } from '../../app/events/account-events.js';
 import { EVENT_TYPES } from '../../domain/events/event-types.js';
 import { authErrors, errorBody } from './schemas.js';
@@ -56,9 +57,14 @@ const HEARTBEAT_MS = 15_000;
  * an event while new ones arrive. GET /events/stream: the same log as server-sent events from
  * `after` or the `Last-Event-ID` a reconnecting EventSource sends, then each new event as it is
  * numbered: a stream that resumes where it broke, unlike the GraphQL post subscriptions. Scope
- * `read`, bucket `read`.
+ * `read`, bucket `read`; a stream counts toward the streams an account may hold (5, with its
+ * GraphQL subscriptions) and is cut when its key is revoked.
  */
-export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps): void {
+export function registerEventRoutes(
+  api: FastifyInstance,
+  deps: ApiDeps,
+  streams: Pick<LiveStreams, 'hold'>,
+): void {
   api.get<{ Querystring: { after?: string; limit?: string } }>(
     '/events',
     {
@@ -95,6 +101,12 @@ export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps): void {
       // Checked before the stream opens: a bad cursor is a JSON 400, not a broken stream.
       const after = eventCursor(request.headers['last-event-id'] ?? request.query.after);
       const accountId = request.viewer!.accountId;
+      // Counted with the account's GraphQL subscriptions, and cut when its key is revoked.
+      const refused = streams.hold(
+        { accountId, authorization: request.headers.authorization ?? '' },
+        reply.raw,
+      );
+      if (refused) throw refused;
       const stop = new AbortController();
       reply.hijack();
       const raw = reply.raw;

@@ -14,7 +14,7 @@ export function publicEventData(type: string, staged: Record<string, unknown>): 
   if (type.startsWith('payment.')) return paymentData(staged);
   if (type === 'send.received') {
     const { amount_micro: amount, ...rest } = staged;
-    return { ...rest, amount_usd: usd(amount) };
+    return { ...rest, amount_usd: usd(micro(amount)) };
   }
   return staged;
 }
@@ -41,6 +41,6 @@ function micro(value: unknown): bigint {
   return typeof value === 'string' || typeof value === 'number' ? BigInt(value) : 0n;
 }
 
-function usd(value: unknown): number {
-  return Number(formatMicroUsd(micro(value)));
+function usd(amount: bigint): number {
+  return Number(formatMicroUsd(amount));
 }

@@ -1,9 +1,11 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { ApiDeps } from '../../app/api-deps.js';
+import type { LiveStreams } from '../graphql/live-streams.js';
 import { registerAccountRoutes } from './accounts.routes.js';
 import { createAuthHook } from './auth.hook.js';
 import { registerEngagementRoutes } from './engagement.routes.js';
-import { createFeedPages, type FeedPages } from './feed-pages.js';
+import { registerEventRoutes } from './events.routes.js';
+import type { FeedPages } from './feed-pages.js';
 import { registerFeedRoutes } from './feed.routes.js';
 import { registerFinanceRoutes } from './finance.routes.js';
 import { registerIdempotency } from './idempotency.hook.js';
@@ -34,7 +36,8 @@ export function requireRateLimit(route: RouteOptions): void {
 export function registerRestRoutes(
   api: FastifyInstance,
   deps: ApiDeps,
-  feedPages: FeedPages = createFeedPages(deps),
+  feedPages: FeedPages,
+  streams: Pick<LiveStreams, 'hold'>,
 ): void {
   api.addHook('onRoute', requireRateLimit);
   // onRequest: before the body is read or validated, so junk from an unknown caller costs nothing
@@ -51,4 +54,5 @@ export function registerRestRoutes(
   registerSendRoutes(api, deps);
   registerSwapRoutes(api, deps);
   registerWebhookRoutes(api, deps);
+  registerEventRoutes(api, deps, streams);
 }

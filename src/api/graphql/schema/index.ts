@@ -10,4 +10,5 @@ import './dashboard.js';
 import './post.js';
 import './feed.js';
 import './live.js';
+import './events.js';
 import './webhooks.js';

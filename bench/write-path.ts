@@ -38,6 +38,8 @@ import { percentile } from './stats.js';
 import { newTally, postOnce, runLoadPhase } from './write-path-load.js';
 import { runBench, startBenchService } from './bench-service.js';
 import { cpuTimes, describeCpu } from './machine-cpu.js';
+import { registerEndpoints } from './webhook-endpoints.js';
+import { startReceiver, type Receiver } from './webhook-receiver.js';
 
 const TARGET_CONFIRMED_PER_SECOND = 300;
 const TARGET_P99_MS = 250;
@@ -54,6 +56,8 @@ interface Settings {
   latencySeconds: number;
   floorSeconds: number;
   warmupSeconds: number;
+  /** Webhook endpoints registered on the posting accounts (5 each), delivering to a local receiver. */
+  webhookEndpoints: number;
 }
 
 function readSettings(): Settings {
@@ -65,6 +69,7 @@ function readSettings(): Settings {
     latencySeconds: intSetting('BENCH_LATENCY_SECONDS', 8, 1, 1),
     floorSeconds: intSetting('BENCH_FLOOR_SECONDS', 5, 1, 1),
     warmupSeconds: intSetting('BENCH_WARMUP_SECONDS', 5, 0, 1),
+    webhookEndpoints: intSetting('BENCH_WEBHOOK_ENDPOINTS', 0, 0),
   };
 }
 
@@ -225,15 +230,27 @@ async function main(): Promise<number> {
   const setupStarted = performance.now();
   const { service, stop } = await startBenchService(['api', 'worker']);
   const { config } = service.app;
+  let receiver: Receiver | undefined;
   try {
     const base = service.apiUrl!;
     const stackSeconds = (performance.now() - setupStarted) / 1000;
     const members = await fundedMembers(service, settings.accounts, FUNDING_MICRO);
+    // Issue 39's check: the write path with every post's events delivered to webhooks as it runs.
+    receiver = settings.webhookEndpoints > 0 ? await startReceiver() : undefined;
+    if (receiver) {
+      await registerEndpoints(
+        base,
+        members.map((m) => m.key),
+        settings.webhookEndpoints,
+        receiver.port,
+      );
+    }
     // Warm-up (not counted): one post per account, so keys, wallets and connections are warm.
     const warm = newTally();
     await Promise.all(members.map((m) => postOnce(base, m.key, warm)));
     console.log(
       `write-path bench: ${settings.accounts} accounts, ${os.cpus().length} cores, WRITE_TIMEOUT_MS ${config.WRITE_TIMEOUT_MS}` +
+        `, ${settings.webhookEndpoints} webhook endpoints` +
         ` (stack ${stackSeconds.toFixed(1)} s, accounts + warm-up ${((performance.now() - setupStarted) / 1000 - stackSeconds).toFixed(1)} s)`,
     );
 
@@ -359,8 +376,12 @@ async function main(): Promise<number> {
         `floor ${floorRun.perSecond.toFixed(0)}/s` +
         (problems.length > 0 ? `, ${problems.length} problem(s)` : ''),
     );
+    if (receiver) {
+      console.log(`   webhooks: ${(await receiver.report(0)).received} deliveries received during the run`);
+    }
     return ok ? 0 : 1;
   } finally {
+    await receiver?.close();
     await stop();
   }
 }

@@ -7,6 +7,7 @@ import { AppError } from '../../domain/errors.js';
 import { EVERYTHING } from '../../app/change-signals.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import type { ErrorBody } from '../error-map.js';
+import type { StreamSlots } from '../stream-slots.js';
 import { toErrorResponse } from '../error-response.js';
 import type { GraphQLContext } from './context.js';
 import { toGraphqlError } from './errors.js';
@@ -27,7 +28,8 @@ export interface StreamRefusal {
   body: ErrorBody;
 }
 
-export interface LiveStreams {
+/** `hold`: a stream served outside GraphQL (REST GET /events/stream) takes a slot as a subscription does. */
+export interface LiveStreams extends StreamSlots {
   /**
    * The Yoga plugin that admits every subscription when Yoga is about to subscribe it, whatever
    * the request's transport (POST or GET, any Accept header): the operation decides, not a
@@ -45,12 +47,6 @@ export interface LiveStreams {
   settle(req: FastifyRequest, answer: GraphqlAnswer, raw: ServerResponse): StreamRefusal | undefined;
   /** Yoga failed on `req`: its slot, if it took one, is free again. */
   abandon(req: FastifyRequest): void;
-  /**
-   * A stream served outside GraphQL (REST GET /events/stream) takes a slot as a subscription does:
-   * counted toward the account's MAX_STREAMS_PER_ACCOUNT, cut when its key is revoked or the
-   * server closes, freed when `raw` closes. Answers the refusal when the account holds its maximum.
-   */
-  hold(owner: { accountId: string; authorization: string }, raw: ServerResponse): AppError | undefined;
   /** Cuts every open stream (the server is closing; clients reconnect). */
   closeAll(): void;
 }

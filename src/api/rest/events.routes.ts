@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../../app/api-deps.js';
-import type { LiveStreams } from '../graphql/live-streams.js';
+import type { StreamSlots } from '../stream-slots.js';
 import { eventCursor, eventPage, followEvents } from '../../app/events/account-events.js';
 import { EVENT_TYPES } from '../../domain/events/event-types.js';
 import { authErrors, errorBody } from './schemas.js';
@@ -60,11 +60,7 @@ const HEARTBEAT_MS = 15_000;
  * `read`, bucket `read`; a stream counts toward the streams an account may hold (5, with its
  * GraphQL subscriptions) and is cut when its key is revoked.
  */
-export function registerEventRoutes(
-  api: FastifyInstance,
-  deps: ApiDeps,
-  streams: Pick<LiveStreams, 'hold'>,
-): void {
+export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps, streams: StreamSlots): void {
   api.get<{ Querystring: { after?: string; limit?: string } }>(
     '/events',
     {

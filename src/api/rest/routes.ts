@@ -1,6 +1,6 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { ApiDeps } from '../../app/api-deps.js';
-import type { LiveStreams } from '../graphql/live-streams.js';
+import type { StreamSlots } from '../stream-slots.js';
 import { registerAccountRoutes } from './accounts.routes.js';
 import { createAuthHook } from './auth.hook.js';
 import { registerEngagementRoutes } from './engagement.routes.js';
@@ -37,7 +37,7 @@ export function registerRestRoutes(
   api: FastifyInstance,
   deps: ApiDeps,
   feedPages: FeedPages,
-  streams: Pick<LiveStreams, 'hold'>,
+  streams: StreamSlots,
 ): void {
   api.addHook('onRoute', requireRateLimit);
   // onRequest: before the body is read or validated, so junk from an unknown caller costs nothing

@@ -9,17 +9,21 @@ import { createPaidPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { EVENT_TYPES } from '../src/domain/events/event-types.js';
 import { replaceSignedPayment } from './support/chain-tampering.js';
 import { depositNative } from './support/deposit.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
+import { until } from './support/until.js';
+import { signatureCount, startWebhookReceiver, verifiedWith } from './support/webhook-receiver.js';
 
 /**
  * The dashboards in a real browser: Debian's headless Chromium driven by playwright-core (never a
  * downloaded browser), against the real service of this file (API, worker role, localnet,
  * Postgres, Redis, chdb). A developer signs up, sees the key once, signs in with it, creates and
  * revokes a key and funds the wallet; as a creator they watch the earnings chart and tables move
- * when others pay to engage; finance finds a tampered payment, drills into it and exports the CSV.
+ * when others pay to engage; finance finds a tampered payment, drills into it and exports the CSV;
+ * the developer adds a webhook endpoint on a loopback receiver and follows its deliveries.
  * Every request the browser makes must go to this server. Screenshots land in test/artifacts/.
  */
 const CHROMIUM = '/usr/bin/chromium';
@@ -506,6 +510,176 @@ describe('dashboards in Chromium', () => {
       const line = csv.split('\n').find((l) => l.includes(signature))!;
       expect(line).toContain('amount_mismatch');
       expect(csv).toContain(',matched,');
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'developer portal: a webhook endpoint added, its secret shown once and rotated, deliveries in its log, a replay, enable and delete',
+    async () => {
+      expect(creator, 'the portal test signs the creator up').toBeDefined();
+      // The receiver refuses its first request, so the log shows a failed attempt and its retry.
+      let answered = 0;
+      const receiver = await startWebhookReceiver(() => (answered++ === 0 ? 503 : 200));
+      try {
+        await signInWith(creator.key);
+        await page.waitForSelector('#webhook-endpoints[data-state="empty"]');
+        // The earlier tests gave the creator events: the newest is listed first.
+        await page.waitForSelector('#recent-events[data-state="ready"]');
+
+        await page.click('#add-webhook');
+        const offered = await page
+          .locator('#webhook-form input[name=events]')
+          .evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value));
+        expect(offered).toEqual([...EVENT_TYPES]);
+        await page.fill('#webhook-form input[name=url]', receiver.url);
+        await page.uncheck('#webhook-form input[value="reconciliation.exception"]');
+        await page.click('#webhook-form button[type=submit]');
+        const secret = (await page.textContent('#webhook-secret'))!;
+        expect(secret).toMatch(/^whsec_/);
+        await expect(page.locator('#webhook-secret-box .warning').textContent()).resolves.toContain(
+          'Shown once',
+        );
+        const row = page.locator('#webhook-endpoints tr[data-webhook-id]');
+        await row.waitFor();
+        const id = (await row.getAttribute('data-webhook-id'))!;
+        await expect(row.locator('.badge').textContent()).resolves.toBe('enabled');
+        const listed = (await (await h.call(creator, 'GET', '/webhooks')).json()) as { webhooks: unknown[] };
+        expect(listed.webhooks).toEqual([
+          expect.objectContaining({
+            id,
+            url: receiver.url,
+            status: 'enabled',
+            events: EVENT_TYPES.filter((type) => type !== 'reconciliation.exception'),
+          }),
+        ]);
+        await shoot('portal-webhook-added');
+
+        // The secret was in that answer only: a reload shows the endpoint, never the secret.
+        await page.reload();
+        const listedRow = page.locator(`#webhook-endpoints tr[data-webhook-id="${id}"]`);
+        await listedRow.waitFor();
+        expect(await page.content()).not.toContain(secret);
+        await listedRow.locator('button.open').click();
+        await page.waitForSelector('#webhook-deliveries[data-state="empty"]');
+
+        await page.click('#rotate-secret');
+        const rotated = (await page.textContent('#webhook-secret'))!;
+        expect(rotated).toMatch(/^whsec_/);
+        expect(rotated).not.toBe(secret);
+        await expect(page.locator('#webhook-secret-box .warning').textContent()).resolves.toContain(
+          'second v1= signature',
+        );
+
+        // Events: the creator pays for a post, a fan pays to reply to it.
+        const fan = await h.member('e2e_webhook_fan', 5_000_000n);
+        const posted = await h.call(creator, 'POST', '/posts', { content: 'hook me', type: 'post' });
+        expect(posted.status).toBe(201);
+        const { id: postId } = (await posted.json()) as { id: string };
+        const reply = await h.call(fan, 'POST', '/posts', {
+          content: 'replying',
+          type: 'reply',
+          parent_id: postId,
+        });
+        expect(reply.status).toBe(201);
+        const replied = await until(
+          'post.replied delivered',
+          () =>
+            Promise.resolve(
+              receiver.requests.find((r) => r.event.type === 'post.replied' && r.status === 200),
+            ),
+          (found) => found !== undefined,
+        );
+        expect(replied!.event.data).toMatchObject({ post_id: postId, by: 'e2e_webhook_fan' });
+        // Every request signed with the new secret and, during the rotation, the old one beside it.
+        for (const request of receiver.requests) {
+          const header = request.headers['ledgerfeed-signature'];
+          expect(verifiedWith(rotated, header, request.rawBody)).toBe(true);
+          expect(verifiedWith(secret, header, request.rawBody)).toBe(true);
+          expect(signatureCount(header)).toBe(2);
+        }
+        const delivered = receiver.delivered();
+        expect(delivered).toEqual([...delivered].sort((a, b) => a - b));
+        const first = receiver.requests[0]!;
+        expect(first.status).toBe(503);
+
+        // The log, newest first: the refused attempt (with its retry time) and the delivery after it.
+        const log = page.locator('#webhook-deliveries');
+        const refused = log.locator(`tr[data-event-id="${first.event.id}"][data-delivered="false"]`);
+        await refused.waitFor();
+        await expect(refused.locator('.badge').textContent()).resolves.toBe('HTTP 503');
+        await expect(refused.locator('td').nth(5).textContent()).resolves.not.toBe('—');
+        const repliedRow = log.locator(`tr[data-event-id="${replied!.event.id}"][data-delivered="true"]`);
+        await repliedRow.waitFor();
+        await expect(repliedRow.locator('.badge').textContent()).resolves.toBe('HTTP 200');
+        const shownSequences = await log
+          .locator('tbody tr')
+          .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-sequence'))));
+        expect(shownSequences).toEqual([...shownSequences].sort((a, b) => b - a));
+        await shoot('portal-webhook-log');
+
+        // Recent events, newest first, with the events just delivered among them.
+        await page.click('#refresh-events');
+        await page.waitForSelector(`#recent-events tr[data-event-id="${replied!.event.id}"]`);
+        const recent = await page
+          .locator('#recent-events tbody tr')
+          .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-sequence'))));
+        expect(recent[0]).toBeGreaterThanOrEqual(Math.max(...delivered));
+        expect(recent).toEqual([...recent].sort((a, b) => b - a));
+
+        // Replay from just before the first event: it comes again (same id), then those after it.
+        const replayFrom = first.event.sequence - 1;
+        const before = receiver.requests.length;
+        await page.fill('#replay-after', String(replayFrom));
+        await page.click('#replay-submit');
+        await page.waitForSelector('#replay-started');
+        const again = await until(
+          'the replay delivered',
+          () => Promise.resolve(receiver.requests.slice(before).filter((r) => r.status === 200)),
+          (requests) => requests.some((r) => r.event.id === replied!.event.id),
+        );
+        expect(again[0]!.event.id).toBe(first.event.id);
+        expect(again.map((r) => r.event.sequence)).toEqual(
+          [...again.map((r) => r.event.sequence)].sort((a, b) => a - b),
+        );
+
+        // Disabled (as the dispatcher does once the retry window runs out; not waited out here):
+        // the panel says why; Enable turns it back on.
+        await h.env.app.db
+          .updateTable('webhook_endpoints')
+          .set({ status: 'disabled', disabled_reason: 'failing for 3 days', failing_since: new Date() })
+          .where('id', '=', id)
+          .execute();
+        await page.waitForSelector('#webhook-status [data-status="disabled"]');
+        await expect(page.locator('#webhook-status .disabled-reason').textContent()).resolves.toBe(
+          'failing for 3 days',
+        );
+        await expect(listedRow.getAttribute('data-status')).resolves.toBe('disabled');
+        await shoot('portal-webhook-disabled');
+        await page.click('#enable-webhook');
+        await page.waitForSelector('#webhook-status [data-status="enabled"]');
+        await expect(listedRow.getAttribute('data-status')).resolves.toBe('enabled');
+
+        // Phone width: the panel fits.
+        await page.setViewportSize({ width: 390, height: 844 });
+        await page.waitForTimeout(200);
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        expect(overflow).toBeLessThanOrEqual(0);
+        await shoot('portal-webhooks-phone');
+        await page.setViewportSize({ width: 1280, height: 900 });
+
+        // Delete asks once more, then the endpoint and its secret are gone.
+        await page.click('#delete-webhook');
+        await page.click('#confirm-delete');
+        await page.waitForSelector('#webhook-endpoints[data-state="empty"]');
+        expect(await page.locator('#webhook-secret').count()).toBe(0);
+        expect(await page.locator('#webhook-detail section').count()).toBe(0);
+        expect(
+          ((await (await h.call(creator, 'GET', '/webhooks')).json()) as { webhooks: unknown[] }).webhooks,
+        ).toEqual([]);
+      } finally {
+        await receiver.close();
+      }
     },
     TIMEOUT,
   );

@@ -2,11 +2,13 @@ import { ApiError, gql, rest } from './lib/api.js';
 import { dateTime, usd } from './lib/format.js';
 import { apiKey, signIn } from './lib/session.js';
 import { copyButton, el, initHeader, messageOf, show, card } from './lib/ui.js';
+import { webhooksPanel } from './webhooks-panel.js';
 
 /*
  * Developer portal: sign up (POST /api/v1/accounts, the open sign-up), the first key shown once,
  * sign in with a key (kept in sessionStorage), the own keys (list, create, revoke), the dev faucet
- * on the localnet, and for admins the way into the queue dashboard.
+ * on the localnet, the webhooks panel (webhooks-panel.js), and for admins the way into the queue
+ * dashboard.
  */
 
 const page = document.getElementById('page');
@@ -214,6 +216,7 @@ async function renderAccount() {
       newKeyBox,
       keysBox,
     ]),
+    ...webhooksPanel(),
   );
   renderKeys(keysBox, viewer.apiKeys);
 }

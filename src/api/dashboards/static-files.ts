@@ -51,6 +51,7 @@ export function dashboardFiles(): Map<string, string> {
     'creator.js',
     'swap-form.js',
     'fund-panel.js',
+    'webhooks-panel.js',
     'finance.js',
   ]) {
     files.set(name, `${web}/${name}`);

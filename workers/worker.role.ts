@@ -8,6 +8,7 @@ import { OUTBOX_SWEEP_MS, startOutboxSweeper } from './outbox-sweeper.loop.js';
 import { startQueueThread, type QueueThread } from './queue-thread.js';
 import { startQueueWorkers, type QueueProcessor } from './queue-workers.js';
 import { startTrendingBuilder, TRENDING_REBUILD_MS } from './trending.loop.js';
+import { DISPATCH_POLL_MS, startWebhookDispatcherLoop } from './webhook-dispatcher.loop.js';
 import type { RunningRole } from './role.js';
 import { untracked } from '../src/shutdown/shutdown-steps.js';
 
@@ -44,6 +45,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
   const sweeper = startOutboxSweeper(app);
   const purge = startIdempotencyPurge(app);
   const finality = startFinalityFollower(app);
+  const webhooks = startWebhookDispatcherLoop(app);
   return {
     name: 'worker',
     summary: [
@@ -56,6 +58,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
       `trending snapshot: rebuilt every ${TRENDING_REBUILD_MS / 1000} s`,
       `outbox sweeper: unfinished payments back to the queue every ${OUTBOX_SWEEP_MS / 1000} s`,
       `finality follower: confirmed payments followed to finalized (or sent again) every ${FINALITY_FOLLOW_MS / 1000} s`,
+      `webhook dispatcher: each endpoint's events in order, due endpoints looked for every ${DISPATCH_POLL_MS} ms`,
     ],
     stop: async (run = untracked) => {
       // Everything at once: the loops finish the round in hand, and each Worker's close() stops
@@ -67,6 +70,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
         run('worker: outbox sweeper', () => sweeper.stop()),
         run('worker: idempotency purge', () => purge.stop()),
         run('worker: finality follower', () => finality.stop()),
+        run('worker: webhook deliveries in flight', () => webhooks.stop()),
         ...[...workersOf].map(([queue, workers]) =>
           run(`worker: ${queue} jobs in hand`, () => Promise.all(workers.map((w) => w.close()))),
         ),

@@ -101,7 +101,7 @@ async function openWorld(overrides: Record<string, string> = {}) {
     },
     /** `count` events staged for the account and numbered into its log, as a change and the sequencer do. */
     emit: async (accountId: string, count: number, type: string = 'post.liked', wake = true) => {
-      await env.app.db
+      const staged = await env.app.db
         .insertInto('event_staging')
         .values(
           Array.from({ length: count }, (_, n) => ({
@@ -111,8 +111,24 @@ async function openWorld(overrides: Record<string, string> = {}) {
             dedupe_key: null,
           })),
         )
+        .returning('id')
         .execute();
-      while ((await sequenceStagedEvents(env.app.db, 1_000)).moved > 0);
+      // Until these rows are numbered: a concurrent test's turn may hold the sequencer's lock (its
+      // call then moves nothing), and that turn may have started before these rows committed.
+      for (;;) {
+        await sequenceStagedEvents(env.app.db, 1_000);
+        const left = await env.app.db
+          .selectFrom('event_staging')
+          .select('id')
+          .where(
+            'id',
+            'in',
+            staged.map((row) => row.id),
+          )
+          .execute();
+        if (left.length === 0) break;
+        await sleep(5);
+      }
       if (wake) dispatcher.wake();
     },
     deliveries: (endpointId: string) =>

@@ -32,6 +32,12 @@ export const EVENT_BATCH = 200;
 export const DISPATCH_POLL_MS = 250;
 /** Held leases are renewed this often (a third of their life: two renewals may fail before one expires). */
 const RENEW_MS = Math.floor(LEASE_MS / 3);
+/**
+ * Event reads of one dispatcher in flight at once. The worker role shares its Postgres pool with
+ * everything else in the process (the API's paid writes, when both roles run together): a
+ * hundred endpoints starting at once must not queue a hundred reads ahead of them.
+ */
+export const MAX_CONCURRENT_READS = 4;
 /** Shortest pause between two looks for due endpoints. */
 const CLAIM_GAP_MS = 10;
 /** Longest pause after Postgres failures (doubling from DISPATCH_POLL_MS). */
@@ -103,6 +109,7 @@ export function startWebhookDispatcher(
   let kick: (() => void) | undefined;
   const counts = { delivered: 0, failed: 0 };
   const delivered = deliveredRecords(db);
+  const reading = slots(MAX_CONCURRENT_READS);
 
   const wake = () => {
     wakes++;
@@ -147,11 +154,14 @@ export function startWebhookDispatcher(
     let readHead = !subscribesToAll;
     for (;;) {
       // The head first: every event up to it is committed, so a short read below has seen them all.
-      const head = readHead ? await lastSequence(db, endpoint.accountId) : undefined;
-      const events = await readEvents(db, endpoint.accountId, {
-        after: guard.from,
-        limit: batch,
-        types: subscribesToAll ? undefined : endpoint.eventTypes,
+      const { head, events } = await reading(async () => {
+        const head = readHead ? await lastSequence(db, endpoint.accountId) : undefined;
+        const events = await readEvents(db, endpoint.accountId, {
+          after: guard.from,
+          limit: batch,
+          types: subscribesToAll ? undefined : endpoint.eventTypes,
+        });
+        return { head, events };
       });
       // A short read has seen every event there is: the endpoint is let go with its last record
       // (no read to find nothing, no statement to release). Events sequenced meanwhile wake the
@@ -327,6 +337,24 @@ export function startWebhookDispatcher(
       clearInterval(renewal);
       sender.close();
     },
+  };
+}
+
+/** Runs at most `count` of the calls given at once; the others wait their turn, first come first served. */
+function slots(count: number): <T>(run: () => Promise<T>) => Promise<T> {
+  let free = count;
+  const waiting: Array<() => void> = [];
+  return async (run) => {
+    if (free > 0) free--;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await run();
+    } finally {
+      // The slot passes straight to the next in line, or back to the pool.
+      const next = waiting.shift();
+      if (next) next();
+      else free++;
+    }
   };
 }
 

@@ -41,7 +41,7 @@ const settings = {
   endpoints: intSetting('BENCH_ENDPOINTS', 100, 1, 10),
   postsPerSecond: intSetting('BENCH_POSTS', 20, 1, 2),
   likesPerSecond: intSetting('BENCH_LIKES', 100, 0, 5),
-  likers: intSetting('BENCH_LIKERS', 40, 1, 4),
+  likers: intSetting('BENCH_LIKERS', 100, 1, 5),
   seconds: intSetting('BENCH_SECONDS', 20, 1, 3),
   backlog: intSetting('BENCH_BACKLOG', 50_000, 1, 500),
 };
@@ -71,12 +71,15 @@ runBench(async () => {
       likerKeys.push((await createApiKey(service.app.apiKeys, liker.id, ['engage'])).key);
     }
 
+    // One post per owner before the clock, so the first likes have posts to go to.
+    const firstPosts = await Promise.all(owners.map((owner) => firstPost(base, owner.key)));
+
     // 1. live
     const writer = await startWriter({
       base,
       posterKeys: owners.map((o) => o.key),
       likerKeys,
-      recentPostIds: [],
+      recentPostIds: firstPosts,
     });
     const since = Date.now();
     await writer.start(
@@ -162,6 +165,18 @@ runBench(async () => {
     await stop();
   }
 });
+
+async function firstPost(base: string, key: string): Promise<string> {
+  const response = await fetch(`${base}/api/v1/posts`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'post', content: 'webhooks bench: first post' }),
+  });
+  if (response.status !== 201 && response.status !== 202) {
+    throw new Error(`first post: ${response.status} ${await response.text()}`);
+  }
+  return ((await response.json()) as { id: string }).id;
+}
 
 /** Waits until no payment is short of finalized, nothing is staged and every endpoint is at its log's head. */
 async function untilCaughtUp(

@@ -76,6 +76,14 @@ const SMOKE_BENCHES: SmokeBench[] = [
     script: 'bench:write-step',
     figures: [/posts p50 \d+ ms p99 \d+ ms, likes p50 \d+ ms/, /^PASS: write-step/m],
   },
+  {
+    script: 'bench:webhooks',
+    figures: [
+      /^(PASS|MISS) commit to receiver 2xx p99 \d+ ms/m,
+      /^(PASS|MISS) backlog drain \d+ deliveries\/s/m,
+      /^PASS: webhooks$/m,
+    ],
+  },
 ];
 
 /** Benches that a test file of their own runs in a short mode already (not run twice). */

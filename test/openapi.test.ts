@@ -13,6 +13,8 @@ test('the document names every /api/v1 route with its errors', async () => {
   };
   expect(Object.keys(document.paths).sort()).toEqual([
     '/api/v1/accounts',
+    '/api/v1/events',
+    '/api/v1/events/stream',
     '/api/v1/feed',
     '/api/v1/finance/reconciliation',
     '/api/v1/me',
@@ -29,6 +31,12 @@ test('the document names every /api/v1 route with its errors', async () => {
     '/api/v1/users/{handle}',
     '/api/v1/users/{handle}/follow',
     '/api/v1/users/{handle}/posts',
+    '/api/v1/webhooks',
+    '/api/v1/webhooks/{id}',
+    '/api/v1/webhooks/{id}/deliveries',
+    '/api/v1/webhooks/{id}/enable',
+    '/api/v1/webhooks/{id}/replay',
+    '/api/v1/webhooks/{id}/rotate-secret',
   ]);
   expect(Object.keys(document.paths['/api/v1/me']!.get!.responses).sort()).toEqual([
     '200',

@@ -1,6 +1,8 @@
 import type { Worker } from 'bullmq';
 import type { App } from '../src/app/app.js';
 import { createRedis } from '../src/adapters/redis/index.js';
+import { startEventRetention } from './event-retention.loop.js';
+import { EVENT_SEQUENCE_MS, startEventSequencer } from './event-sequencer.loop.js';
 import { startEventShipper } from './event-shipper.loop.js';
 import { FINALITY_FOLLOW_MS, startFinalityFollower } from './finality-follower.loop.js';
 import { startIdempotencyPurge } from './idempotency-purge.loop.js';
@@ -46,6 +48,9 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
   const purge = startIdempotencyPurge(app);
   const finality = startFinalityFollower(app);
   const webhooks = startWebhookDispatcherLoop(app);
+  // Numbered events wake this process's dispatcher at once (others find them on their poll).
+  const sequencer = startEventSequencer(app, () => webhooks.wake());
+  const retention = startEventRetention(app);
   return {
     name: 'worker',
     summary: [
@@ -59,6 +64,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
       `outbox sweeper: unfinished payments back to the queue every ${OUTBOX_SWEEP_MS / 1000} s`,
       `finality follower: confirmed payments followed to finalized (or sent again) every ${FINALITY_FOLLOW_MS / 1000} s`,
       `webhook dispatcher: each endpoint's events in order, due endpoints looked for every ${DISPATCH_POLL_MS} ms`,
+      `event sequencer: staged account events numbered into each account's log every ${EVENT_SEQUENCE_MS} ms`,
     ],
     stop: async (run = untracked) => {
       // Everything at once: the loops finish the round in hand, and each Worker's close() stops
@@ -71,6 +77,8 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
         run('worker: idempotency purge', () => purge.stop()),
         run('worker: finality follower', () => finality.stop()),
         run('worker: webhook deliveries in flight', () => webhooks.stop()),
+        run('worker: event sequencer', () => sequencer.stop()),
+        run('worker: event retention', () => retention.stop()),
         ...[...workersOf].map(([queue, workers]) =>
           run(`worker: ${queue} jobs in hand`, () => Promise.all(workers.map((w) => w.close()))),
         ),

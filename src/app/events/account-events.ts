@@ -3,6 +3,7 @@ import type { LiveEvents } from '../../adapters/redis/live-events.js';
 import { readEvents, sequenceStagedEvents } from '../../adapters/postgres/event-log.repository.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import { AppError } from '../../domain/errors.js';
+import { parsePageLimit } from '../../domain/pagination/page-limit.js';
 import { EVENT_PAGE_DEFAULT, EVENT_PAGE_MAX, parseEventCursor } from '../../domain/events/event-cursor.js';
 import type { AccountEvent } from '../../domain/events/event-types.js';
 
@@ -85,17 +86,11 @@ export function eventCursor(text: string | undefined): bigint {
 }
 
 function pageLimit(value: unknown): number {
-  if (value === undefined || value === null || value === '') return EVENT_PAGE_DEFAULT;
-  const limit =
-    typeof value === 'number'
-      ? value
-      : typeof value === 'string' && /^\d{1,3}$/.test(value)
-        ? Number(value)
-        : NaN;
-  if (!Number.isInteger(limit) || limit < 1 || limit > EVENT_PAGE_MAX) {
-    throw new AppError('invalid_request', `limit: expected an integer from 1 to ${EVENT_PAGE_MAX}`);
-  }
-  return limit;
+  // An empty `limit=` is no limit given (the events page is new: nothing relied on a 400 for it).
+  return parsePageLimit(value === '' ? undefined : value, {
+    max: EVENT_PAGE_MAX,
+    fallback: EVENT_PAGE_DEFAULT,
+  });
 }
 
 /** A follower with no wake re-reads the log this often (a wake lost with a Redis restart). */

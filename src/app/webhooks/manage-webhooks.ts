@@ -14,6 +14,7 @@ import {
 } from '../../adapters/postgres/webhooks.repository.js';
 import { requireFullKey, type Viewer } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
+import { parsePageLimit } from '../../domain/pagination/page-limit.js';
 import type { EventType } from '../../domain/events/event-types.js';
 import type { WebhookUrlPolicy } from '../../domain/webhooks/url-policy.js';
 import {
@@ -200,18 +201,10 @@ function integerCursor(value: number): bigint | undefined {
 }
 
 function deliveryLimit(value: unknown): number {
-  if (value === undefined || value === null || value === '') return DELIVERY_PAGE_DEFAULT;
-  const limit =
-    typeof value === 'number'
-      ? value
-      : typeof value === 'string' && /^\d{1,3}$/.test(value)
-        ? Number(value)
-        : NaN;
-  if (!Number.isInteger(limit) || limit < 1 || limit > DELIVERY_PAGE_MAX)
-    throw new AppError('invalid_request', `limit: expected an integer from 1 to ${DELIVERY_PAGE_MAX}`, {
-      field: 'limit',
-    });
-  return limit;
+  return parsePageLimit(value === '' ? undefined : value, {
+    max: DELIVERY_PAGE_MAX,
+    fallback: DELIVERY_PAGE_DEFAULT,
+  });
 }
 
 /** A delivery cursor is the id of the last attempt seen (digits); anything else is 400. */

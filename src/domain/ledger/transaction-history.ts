@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js';
+import { parsePageLimit } from '../pagination/page-limit.js';
 import type { PostType } from '../posts/post-rules.js';
 import { decodeHistoryCursor, encodeHistoryCursor, type HistoryPosition } from './history-cursor.js';
 import { formatNative } from '../payouts/creator-fund-rules.js';
@@ -120,18 +121,9 @@ export async function listTransactions(
   return { items, hasMore, ...(hasMore && last ? { nextCursor: last.cursor } : {}) };
 }
 
-/** 1 to 50, default 20; anything else is refused, naming the rule, rather than silently clamped. */
+/** 1 to 50, default 20 (parsePageLimit). */
 export function parseHistoryLimit(raw: unknown, field = 'limit'): number {
-  if (raw === undefined || raw === null) return HISTORY_DEFAULT_LIMIT;
-  const value = typeof raw === 'string' && /^-?\d{1,9}$/.test(raw) ? Number(raw) : raw;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > HISTORY_MAX_LIMIT) {
-    throw new AppError(
-      'invalid_request',
-      `${field} must be an integer from 1 to ${HISTORY_MAX_LIMIT} (default ${HISTORY_DEFAULT_LIMIT})`,
-      { field },
-    );
-  }
-  return value;
+  return parsePageLimit(raw, { max: HISTORY_MAX_LIMIT, fallback: HISTORY_DEFAULT_LIMIT, field });
 }
 
 const DEPOSIT_KEY_PREFIX = 'deposit:';

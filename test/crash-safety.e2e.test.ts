@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { PublicKey } from '@solana/web3.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -8,6 +8,7 @@ import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { depositUsdc } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { killChild, startWorkerChild } from './support/worker-child.js';
 
 /**
  * The payments worker as a real child process, killed with SIGKILL at the two dangerous moments:
@@ -27,37 +28,7 @@ afterAll(async () => {
   await env?.close();
 });
 
-async function startWorker(): Promise<ChildProcessWithoutNullStreams> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--only', 'worker'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/root',
-      DATA_DIR: env.config.DATA_DIR, // same dev wallet master key as this test's keystore
-      DATABASE_URL: env.config.DATABASE_URL!,
-      REDIS_URL: env.config.REDIS_URL!,
-      REDIS_PREFIX: env.config.REDIS_PREFIX,
-      CLICKHOUSE_DATABASE: env.config.CLICKHOUSE_DATABASE,
-      SOLANA_RPC_URL: env.localnet!.rpcUrl,
-      LOG_LEVEL: 'warn',
-    },
-  });
-  children.push(child);
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const deadline = Date.now() + 60_000;
-  while (!output.includes('Press Ctrl-C')) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return child;
-}
-
-async function kill(child: ChildProcessWithoutNullStreams): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
-}
+const startWorker = () => startWorkerChild(env, children);
 
 async function funded(handle: string, micro: bigint): Promise<Account> {
   const account = await createAccount(env.app, { handle });
@@ -94,7 +65,7 @@ describe('payments worker crash safety', { timeout: 180_000 }, () => {
   test('killed after the outbox commit, before sending: the restarted worker pays exactly once', async () => {
     const author = await funded('crash_a', 3_000_000n);
     const worker = await startWorker();
-    await kill(worker); // a worker that died: nothing will send what is committed next
+    await killChild(worker); // a worker that died: nothing will send what is committed next
     const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'committed, unsent' });
     expect(await env.app.rpc.getSignatureStatuses([post.swapTx])).toEqual([null]);
 
@@ -103,7 +74,7 @@ describe('payments worker crash safety', { timeout: 180_000 }, () => {
       async () => ['confirmed', 'finalized'].includes(await statusOf(post.chainTransactionId)),
       'confirmation',
     );
-    await kill(restarted);
+    await killChild(restarted);
     expect(await usdc(author.walletAddress)).toBe(2_000_000n);
     expect((await env.app.ledger.money(author.id)).availableMicro).toBe(2_000_000n);
   });
@@ -127,7 +98,7 @@ describe('payments worker crash safety', { timeout: 180_000 }, () => {
         async () => (await env.app.rpc.getSignatureStatuses([post.swapTx]))[0] !== null,
         'the send',
       );
-      await kill(worker);
+      await killChild(worker);
       await locker.query(
         'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))',
       );
@@ -142,7 +113,7 @@ describe('payments worker crash safety', { timeout: 180_000 }, () => {
       async () => ['confirmed', 'finalized'].includes(await statusOf(post.chainTransactionId)),
       'confirmation',
     );
-    await kill(restarted);
+    await killChild(restarted);
     expect(await usdc(author.walletAddress)).toBe(2_000_000n);
     expect((await env.app.ledger.money(author.id)).availableMicro).toBe(2_000_000n);
     const history = await env.app.rpc.call<Array<{ memo: string | null }>>('getSignaturesForAddress', [

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createWebhook } from '../src/app/webhooks/manage-webhooks.js';
@@ -6,6 +6,7 @@ import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { ALL_SCOPES } from '../src/domain/auth/api-key.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 import { until } from './support/until.js';
+import { killChild, startWorkerChild } from './support/worker-child.js';
 import { startWebhookReceiver, verifiedWith, type WebhookReceiver } from './support/webhook-receiver.js';
 
 /**
@@ -27,39 +28,8 @@ afterAll(async () => {
   await env?.close();
 });
 
-async function startWorker(): Promise<{ child: ChildProcessWithoutNullStreams; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--only', 'worker'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/root',
-      DATA_DIR: env.config.DATA_DIR,
-      DATABASE_URL: env.config.DATABASE_URL!,
-      REDIS_URL: env.config.REDIS_URL!,
-      REDIS_PREFIX: env.config.REDIS_PREFIX,
-      CLICKHOUSE_DATABASE: env.config.CLICKHOUSE_DATABASE,
-      SOLANA_RPC_URL: env.localnet!.rpcUrl,
-      CREATOR_FUND_ENABLED: 'false',
-      WEBHOOK_ALLOW_LOOPBACK: 'true',
-      LOG_LEVEL: 'warn',
-    },
-  });
-  children.push(child);
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const deadline = Date.now() + 60_000;
-  while (!output.includes('Press Ctrl-C')) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
-    await sleep(50);
-  }
-  return { child, output: () => output };
-}
-
-async function kill(child: ChildProcessWithoutNullStreams): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
-}
+const startWorker = () =>
+  startWorkerChild(env, children, { CREATOR_FUND_ENABLED: 'false', WEBHOOK_ALLOW_LOOPBACK: 'true' });
 
 /** `count` events staged for the account: the worker's sequencer numbers them into its log. */
 async function stage(accountId: string, count: number): Promise<void> {
@@ -106,7 +76,7 @@ describe('webhook delivery across a crash', { timeout: 180_000 }, () => {
       60_000,
     );
     await sleep(200);
-    await kill(first.child);
+    await killChild(first);
     expect(hook.delivered()).toEqual(Array.from({ length: 39 }, (_, n) => n + 1));
 
     await stage(account.id, 100); // more while no worker runs
@@ -118,7 +88,7 @@ describe('webhook delivery across a crash', { timeout: 180_000 }, () => {
       90_000,
     );
     await sleep(500);
-    await kill(second.child);
+    await killChild(second);
 
     expect(hook.delivered()).toEqual(Array.from({ length: 200 }, (_, n) => n + 1));
     const sent = new Map<number, number>();

@@ -8,7 +8,7 @@ import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { depositUsdc } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
-import { killChild, startWorkerChild } from './support/worker-child.js';
+import { killChild, startRoleChild } from './support/role-child.js';
 
 /**
  * The payments worker as a real child process, killed with SIGKILL at the two dangerous moments:
@@ -28,7 +28,7 @@ afterAll(async () => {
   await env?.close();
 });
 
-const startWorker = () => startWorkerChild(env, children);
+const startWorker = () => startRoleChild(env, 'worker', children);
 
 async function funded(handle: string, micro: bigint): Promise<Account> {
   const account = await createAccount(env.app, { handle });

@@ -1,5 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { createServer } from 'node:net';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -15,6 +14,8 @@ import { onChainUsdc } from './support/balances.js';
 import { depositUsdc } from './support/deposit.js';
 import { paymentsSettled } from './support/settled.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { killChild, startRoleChild } from './support/role-child.js';
+import { freePort } from '../src/devstack/free-port.js';
 
 /**
  * The API as a real child process, killed with SIGKILL in the middle of a burst of paid posts
@@ -47,48 +48,13 @@ afterAll(async () => {
   await env?.close();
 });
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function startApi(port: number): Promise<ChildProcessWithoutNullStreams> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--only', 'api'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/root',
-      DATA_DIR: env.config.DATA_DIR, // same dev wallet master key as this test's keystore
-      DATABASE_URL: env.config.DATABASE_URL!,
-      REDIS_URL: env.config.REDIS_URL!,
-      REDIS_PREFIX: env.config.REDIS_PREFIX,
-      CLICKHOUSE_DATABASE: env.config.CLICKHOUSE_DATABASE,
-      SOLANA_RPC_URL: env.localnet!.rpcUrl,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      WRITE_TIMEOUT_MS: String(WRITE_TIMEOUT_MS),
-      RATE_LIMIT_MULTIPLIER: '0',
-      LOG_LEVEL: 'warn',
-    },
+const startApi = (port: number) =>
+  startRoleChild(env, 'api', [], {
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    WRITE_TIMEOUT_MS: String(WRITE_TIMEOUT_MS),
+    RATE_LIMIT_MULTIPLIER: '0',
   });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const deadline = Date.now() + 60_000;
-  while (!output.includes('Press Ctrl-C')) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`api did not start:\n${output}`);
-    await sleep(50);
-  }
-  return child;
-}
-
-async function kill(child: ChildProcessWithoutNullStreams): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
-  await exited;
-}
 
 /** Holds the account's USDC balance row: its paid writes wait inside their commit statement. */
 async function holdBalanceRow(accountId: string): Promise<pg.Client> {
@@ -189,7 +155,7 @@ describe('an API process killed during a burst of keyed paid posts', { timeout: 
       if (Number(committed.n) >= 8 || Date.now() > deadline) break;
       await sleep(20);
     }
-    await kill(api);
+    await killChild(api);
     const killedAt = Date.now();
     const first = await Promise.all(burst);
     const answeredBeforeKill = first.filter((outcome) => outcome.kind === 'final').length;

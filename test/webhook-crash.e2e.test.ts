@@ -6,7 +6,7 @@ import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { ALL_SCOPES } from '../src/domain/auth/api-key.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 import { until } from './support/until.js';
-import { killChild, startWorkerChild } from './support/worker-child.js';
+import { killChild, startRoleChild } from './support/role-child.js';
 import { startWebhookReceiver, verifiedWith, type WebhookReceiver } from './support/webhook-receiver.js';
 
 /**
@@ -29,7 +29,7 @@ afterAll(async () => {
 });
 
 const startWorker = () =>
-  startWorkerChild(env, children, { CREATOR_FUND_ENABLED: 'false', WEBHOOK_ALLOW_LOOPBACK: 'true' });
+  startRoleChild(env, 'worker', children, { CREATOR_FUND_ENABLED: 'false', WEBHOOK_ALLOW_LOOPBACK: 'true' });
 
 /** `count` events staged for the account: the worker's sequencer numbers them into its log. */
 async function stage(accountId: string, count: number): Promise<void> {

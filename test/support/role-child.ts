@@ -3,16 +3,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestEnv } from './test-env.js';
 
 /**
- * The worker role as a real process (`src/main.ts --only worker`) on the test's stack, for tests
- * that kill it with SIGKILL and start it again. Resolves once it says it is up; `children` collects
- * it so the file's afterAll can kill what a failed test left running.
+ * One role as a real process (`src/main.ts --only <role>`) on the test's stack, for tests that kill
+ * it with SIGKILL and start it again. Resolves once it says it is up; `children` collects it so the
+ * file's afterAll can kill what a failed test left running.
  */
-export async function startWorkerChild(
+export async function startRoleChild(
   env: TestEnv,
+  role: 'api' | 'worker',
   children: ChildProcessWithoutNullStreams[],
   extra: Record<string, string> = {},
 ): Promise<ChildProcessWithoutNullStreams> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--only', 'worker'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--only', role], {
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/root',
@@ -32,7 +33,8 @@ export async function startWorkerChild(
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const deadline = Date.now() + 60_000;
   while (!output.includes('Press Ctrl-C')) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`);
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`${role} did not start:\n${output}`);
     await sleep(50);
   }
   return child;

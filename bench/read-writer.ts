@@ -97,6 +97,8 @@ export interface Writer {
   /** Stops scheduling; resolves with the phase's tally when its last request answered. */
   stop: () => Promise<WriteResult>;
   close: () => Promise<void>;
+  /** The child's process id: a bench subtracts its CPU from the machine's. */
+  pid: number;
 }
 
 export async function startWriter(init: WriterInit): Promise<Writer> {
@@ -128,6 +130,7 @@ export async function startWriter(init: WriterInit): Promise<Writer> {
     },
     stop: async () => (await ask({ type: 'stop' }, 'result')).result,
     close: () => closeChild(child),
+    pid: child.pid!,
   };
 }
 

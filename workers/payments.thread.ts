@@ -8,6 +8,7 @@ import { createCoreServices } from '../src/app/core-services.js';
 import { paymentsProcessor } from './payments.processor.js';
 import type { QueueThreadData } from './queue-thread.js';
 import { startQueueWorkers } from './queue-workers.js';
+import { nameThisThread } from '../src/module-thread.js';
 import { parentLogger, serveUntilClosed } from './thread-host.js';
 
 /*
@@ -16,6 +17,7 @@ import { parentLogger, serveUntilClosed } from './thread-host.js';
  * and a status poller), as the main event loop would run them.
  */
 const data = workerData as QueueThreadData;
+nameThisThread(`lf-payments${data.index}`);
 const { config } = data;
 // Tagged with the thread's name by the parent, which logs each record again.
 const logger = parentLogger(config);

@@ -1,5 +1,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
+import { nameThisThread } from '../module-thread.js';
 import { startLocalnet, type LocalnetOptions } from './localnet.js';
+
+nameThisThread('lf-localnet');
 
 /**
  * Entry point of a localnet running in its own thread (see localnet-thread.ts): the chain and its

@@ -1,6 +1,8 @@
 import {
   PAYMENTS_QUEUE,
   paymentBackoffStrategy,
+  paymentIdsOf,
+  paymentJobIdOf,
   type PaymentJob,
   type PaymentSignalPublisher,
 } from '../src/adapters/redis/payments-queue.js';
@@ -17,19 +19,39 @@ export function paymentsProcessor(
     // Settling is mostly waiting on the chain (~0.5 s to confirmed on 400 ms slots), and one
     // shared watcher polls for all of them: hundreds in flight per worker process cost little.
     concurrency: 512,
-    // Each paid write hands its payment over here while its client waits: with one fetch loop,
-    // pickup took ~18 ms of a post's ~90 ms at 300 posts/s; four loops took ~10 ms.
-    fetchers: 4,
-    // The 'sent' signal is what the paying request waits for; 'done' wakes one whose payment
-    // ended without it (failed on chain, or past 'sent' when this run began). The outbox row has
-    // the outcome before either goes out.
+    // One fetch loop: the paying requests' hand-offs arrive gathered (HANDOFF_GATHER_MS), a few
+    // jobs a second however many posts; each further loop costs Redis round trips per job.
+    fetchers: 1,
+    // A job's rows settle together: their reads, sends and updates of one step leave as one
+    // statement or request each (outbox-writes.ts, the watcher's batched sends). One row failing
+    // for a retryable reason fails the job after the others have settled; its retry finds those
+    // finished at once (settling is idempotent).
+    //
+    // The 'sent' signal (keyed by the row's own job id, whichever job carries it) is what the
+    // paying request waits for; 'done' wakes one whose payment ended without it (failed on chain,
+    // or past 'sent' when this run began). The outbox row has the outcome before either goes out.
     process: async (job) => {
-      const jobId = job.id!;
-      const status = await settlePayment(deps, (job.data as PaymentJob).chainTransactionId, {
-        onSent: (signature) => deps.signalPayment(jobId, { kind: 'sent', signature }),
-      });
-      await deps.signalPayment(jobId, { kind: 'done' });
-      return status;
+      const ids = paymentIdsOf(job.data as PaymentJob);
+      const settled = await Promise.allSettled(
+        ids.map(async (id) => {
+          const signalId = paymentJobIdOf(id);
+          let signalled = false;
+          const status = await settlePayment(deps, id, {
+            onSent: (signature) => {
+              signalled = true;
+              return deps.signalPayment(signalId, { kind: 'sent', signature });
+            },
+          });
+          if (!signalled) await deps.signalPayment(signalId, { kind: 'done' });
+          return status;
+        }),
+      );
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      const outcomes: Record<string, number> = {};
+      for (const s of settled as PromiseFulfilledResult<string>[])
+        outcomes[s.value] = (outcomes[s.value] ?? 0) + 1;
+      return ids.length === 1 ? Object.keys(outcomes)[0] : outcomes;
     },
     // Retries wait 0.5 s doubling up to 60 s, never longer (paymentRetryDelayMs).
     backoffStrategy: paymentBackoffStrategy,

@@ -43,9 +43,36 @@ export const paymentBackoffStrategy: BackoffStrategy = (attemptsMade) => payment
  */
 export type Resubmitted = 'added' | 'revived' | 'queued';
 
+/**
+ * A payments job: the outbox rows it settles. The paying requests' hand-offs gather into one job
+ * (`chainTransactionIds`); the sweeper, a creator-fund batch, a swap and the jobs queued before
+ * hand-offs gathered carry one row (`chainTransactionId`).
+ */
 export interface PaymentJob {
-  chainTransactionId: string;
+  chainTransactionId?: string;
+  chainTransactionIds?: string[];
 }
+
+/**
+ * The job id of one outbox row's settlement, and the key of its signals whichever job carries it:
+ * adding it twice runs it once.
+ */
+export const paymentJobIdOf = (chainTransactionId: string): string => `pay-${chainTransactionId}`;
+
+/** The outbox rows a payments job settles. */
+export function paymentIdsOf(job: PaymentJob): string[] {
+  return job.chainTransactionIds ?? (job.chainTransactionId ? [job.chainTransactionId] : []);
+}
+
+/**
+ * How long the paying requests' hand-offs gather into one job (the first starts the clock). A job
+ * costs the queue ~60 Redis commands in ~10 round trips whatever it carries, and the worker settles
+ * a job's rows together (one read, one send, one update per step): gathered, a paid post pays a
+ * share of that instead of all of it. The wait is the paying request's, once.
+ */
+export const HANDOFF_GATHER_MS = 20;
+/** Rows one job carries at most: a full gathering leaves at once. */
+export const MAX_PAYMENTS_PER_JOB = 256;
 
 /**
  * What a waiting request hears about a payment job: the cluster executed it (with the signature
@@ -98,6 +125,13 @@ export interface PaymentsQueue {
    * twice (an API retry, the worker's start-up sweep) runs it once.
    */
   enqueue(chainTransactionId: string): Promise<Job<PaymentJob>>;
+  /**
+   * Hands a just-committed row to the workers, in one job with the other hand-offs of the next
+   * HANDOFF_GATHER_MS (see there). Resolves once the job is queued. A job of one row is the row's
+   * own (enqueue's id); a job of several has an id of its own, so the sweeper may queue a row of a
+   * job that runs long a second time: settling is idempotent.
+   */
+  handOff(chainTransactionId: string): Promise<void>;
   /** The job id enqueue() gives the settlement of this outbox row. */
   jobIdOf(chainTransactionId: string): string;
   /**
@@ -146,28 +180,56 @@ export function createPaymentsQueue(redisUrl: string, prefix: string, liveEvents
     }
     return signals.ready;
   };
-  const jobIdOf = (chainTransactionId: string) => `pay-${chainTransactionId}`;
-  const enqueue = (chainTransactionId: string) =>
-    queue.add(
-      'settle',
-      { chainTransactionId },
-      {
-        jobId: jobIdOf(chainTransactionId),
-        // Retryable failures (RPC down, timeouts, a blockhash that keeps expiring) are retried
-        // for as long as the row is unfinished: a committed payment is never abandoned, and each
-        // try re-sends the same bytes or re-signs. The pause is capped (paymentRetryDelayMs).
-        attempts: PAYMENT_ATTEMPTS,
-        backoff: { type: PAYMENT_BACKOFF },
-        removeOnComplete: { age: 24 * 3600 },
-        // Kept a day to look at; the sweeper replaces one whose row is still unfinished.
-        removeOnFail: { age: 24 * 3600 },
-      },
-    );
+  const jobIdOf = paymentJobIdOf;
+  const add = (data: PaymentJob, jobId: string) =>
+    queue.add('settle', data, {
+      jobId,
+      // Retryable failures (RPC down, timeouts, a blockhash that keeps expiring) are retried
+      // for as long as the row is unfinished: a committed payment is never abandoned, and each
+      // try re-sends the same bytes or re-signs. The pause is capped (paymentRetryDelayMs).
+      attempts: PAYMENT_ATTEMPTS,
+      backoff: { type: PAYMENT_BACKOFF },
+      removeOnComplete: { age: 24 * 3600 },
+      // Kept a day to look at; the sweeper replaces one whose row is still unfinished.
+      removeOnFail: { age: 24 * 3600 },
+    });
+  const enqueue = (chainTransactionId: string) => add({ chainTransactionId }, jobIdOf(chainTransactionId));
+
+  /** The hand-offs gathering now, and how to send them before their clock runs out. */
+  let gathering: { ids: string[]; queued: Promise<void>; leave: () => void } | undefined;
+  const handOff = (chainTransactionId: string): Promise<void> => {
+    if (!gathering) {
+      const ids: string[] = [];
+      let leave!: () => void;
+      const due = new Promise<void>((resolve) => (leave = resolve));
+      const timer = setTimeout(leave, HANDOFF_GATHER_MS);
+      const batch = {
+        ids,
+        leave,
+        queued: due.then(async () => {
+          clearTimeout(timer);
+          if (gathering === batch) gathering = undefined;
+          // One row: its own job id, so a repeat (the sweeper) finds it.
+          if (ids.length === 1) await enqueue(ids[0]!);
+          else await add({ chainTransactionIds: ids }, `batch-${ids[0]}`);
+        }),
+      };
+      gathering = batch;
+    }
+    const batch = gathering;
+    batch.ids.push(chainTransactionId);
+    if (batch.ids.length >= MAX_PAYMENTS_PER_JOB) {
+      gathering = undefined;
+      batch.leave();
+    }
+    return batch.queued;
+  };
 
   return {
     queue,
     jobIdOf,
     enqueue,
+    handOff,
     resubmit: async (chainTransactionId) => {
       const job = await queue.getJob(jobIdOf(chainTransactionId));
       if (!job) {
@@ -214,10 +276,14 @@ export function createPaymentsQueue(redisUrl: string, prefix: string, liveEvents
       };
     },
     close: async () => {
+      // Hand-offs still gathering leave now: their requests wait on them.
+      const last = gathering;
+      gathering = undefined;
+      last?.leave();
       // A Redis that hangs would hold a graceful close forever: past a few seconds, cut it.
       let timer: NodeJS.Timeout | undefined;
       const cut = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)));
-      const graceful = queue.close();
+      const graceful = Promise.allSettled([last?.queued]).then(() => queue.close());
       await Promise.race([graceful.catch(() => {}), cut]);
       clearTimeout(timer);
       connection.disconnect();

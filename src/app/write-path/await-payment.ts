@@ -96,14 +96,14 @@ export async function awaitPayment(
  */
 export const RECHECK_AFTER_MS = 250;
 
-/** Enqueues the row's job, waits for its signal, and says where the row is. */
+/** Hands the row to the workers, waits for its signal, and says where the row is. */
 async function follow(deps: AwaitPaymentDeps, chainTransactionId: string) {
   const jobId = deps.payments.jobIdOf(chainTransactionId);
   const wait = deps.payments.waitFor(jobId, deps.writeTimeoutMs);
   try {
     // Listening before the enqueue: a new job's signals cannot be missed.
     await wait.listening;
-    await deps.payments.enqueue(chainTransactionId);
+    await deps.payments.handOff(chainTransactionId);
     for (let pause = RECHECK_AFTER_MS; ; pause *= 2) {
       let timer: NodeJS.Timeout | undefined;
       const recheck = new Promise<'recheck'>((resolve) => (timer = setTimeout(resolve, pause, 'recheck')));

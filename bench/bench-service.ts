@@ -32,6 +32,8 @@ export async function startBenchService(
     LOG_LEVEL: 'warn',
     // To compare settling in a thread of its own with settling on the event loop, one run each.
     ...(process.env.PAYMENT_THREADS ? { PAYMENT_THREADS: process.env.PAYMENT_THREADS } : {}),
+    // To compare hand-off gatherings (the cost of a paid write against its wait), one run each.
+    ...(process.env.PAYMENT_HANDOFF_MS ? { PAYMENT_HANDOFF_MS: process.env.PAYMENT_HANDOFF_MS } : {}),
     ...env,
   });
   const service = await runService(config, createLogger(config), roles);

@@ -28,6 +28,7 @@ import { sql } from 'kysely';
 import type { Redis } from 'ioredis';
 import { createRedis } from '../src/adapters/redis/index.js';
 import type { RunningService } from '../src/service.js';
+import type { RoleName } from '../workers/role.js';
 import { intSetting, sized, SMOKE } from './bench-settings.js';
 import { cpuTimes } from './machine-cpu.js';
 import { runBench, startBenchService } from './bench-service.js';
@@ -44,6 +45,8 @@ interface Reading {
   processes: Map<string, number>;
   transactions: number;
   redisCommands: number;
+  /** Redis calls by command (INFO commandstats, which counts the commands Lua scripts run). */
+  redisByCommand: Map<string, number>;
 }
 
 async function reading(service: RunningService, redis: Redis, writerPid: number): Promise<Reading> {
@@ -52,8 +55,10 @@ async function reading(service: RunningService, redis: Redis, writerPid: number)
     service.app.db,
   );
   const info = await redis.info('commandstats');
-  let redisCommands = 0;
-  for (const match of info.matchAll(/^cmdstat_\w+:calls=(\d+)/gm)) redisCommands += Number(match[1]);
+  const redisByCommand = new Map<string, number>();
+  for (const match of info.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm))
+    redisByCommand.set(match[1]!, Number(match[2]));
+  const redisCommands = [...redisByCommand.values()].reduce((a, b) => a + b, 0);
   const processes = processCpuSeconds() ?? new Map<string, number>();
   return {
     at: performance.now() / 1000,
@@ -63,6 +68,7 @@ async function reading(service: RunningService, redis: Redis, writerPid: number)
     processes,
     transactions: Number(rows[0]!.n),
     redisCommands,
+    redisByCommand,
   };
 }
 
@@ -92,6 +98,7 @@ function rates(from: Reading, to: Reading) {
     processes,
     transactions: (to.transactions - from.transactions) / seconds,
     redisCommands: (to.redisCommands - from.redisCommands) / seconds,
+    redisByCommand: per(from.redisByCommand, to.redisByCommand),
   };
 }
 
@@ -170,7 +177,9 @@ async function main(): Promise<number> {
   const idleSeconds = intSetting('BENCH_IDLE_SECONDS', 10, 1, 1);
   const warmupSeconds = intSetting('BENCH_WARMUP_SECONDS', 10, 0, 0);
   const drainLimit = intSetting('BENCH_DRAIN_LIMIT_SECONDS', 120, 1);
-  const { service, stop } = await startBenchService(['api', 'worker', 'indexer']);
+  // BENCH_ROLES (api,worker,indexer): leave a role out to see what it costs.
+  const roles = (process.env.BENCH_ROLES ?? 'api,worker,indexer').split(',') as RoleName[];
+  const { service, stop } = await startBenchService(roles);
   let writer: Writer | undefined;
   const redis = createRedis(service.app.stack.redis.url, 'client');
   try {
@@ -179,7 +188,7 @@ async function main(): Promise<number> {
     writer = await startFundedWriter(service, { posters: sized(40, 2), likers: 0, tag: 'wc' });
     const since = new Date();
     console.log(
-      `write-cost bench: roles api+worker+indexer, paid posts at ${postRates.join(' and ')}/s for ${seconds} s ` +
+      `write-cost bench: roles ${roles.join('+')}, paid posts at ${postRates.join(' and ')}/s for ${seconds} s ` +
         `each, then the drain (confirmed, reconciled, shipped); idle ${idleSeconds} s before each; Redis ${service.app.stack.redis.source}`,
     );
     const problems: string[] = [];
@@ -190,6 +199,7 @@ async function main(): Promise<number> {
     for (const rate of postRates) {
       // Quiet: the earlier posts' finalization and its reconciliation are done, so the idle
       // reading is idle and the window pays for its own posts only.
+      console.log(`${rate}/s: waiting until the service is quiet, then ${idleSeconds} s idle`);
       const quiet = await waitUntil(service, since, (left) => left.unfinalized === 0 && drained(left), 90);
       if (!quiet)
         console.log('(the service did not become quiet within 90 s: the idle rate includes that work)');
@@ -198,6 +208,7 @@ async function main(): Promise<number> {
       const idleTo = await reading(service, redis, writer.pid);
       const idle = rates(idleFrom, idleTo);
 
+      console.log(`${rate}/s: paying posts for ${seconds} s, then the drain`);
       const from = await reading(service, redis, writer.pid);
       const failed = await payFor(writer, rate, seconds);
       problems.push(...failed);
@@ -231,6 +242,13 @@ async function main(): Promise<number> {
       console.log(
         `per post: Postgres ${((load.transactions - idle.transactions) / perSecond).toFixed(1)} transactions, ` +
           `Redis ${((load.redisCommands - idle.redisCommands) / perSecond).toFixed(1)} commands`,
+      );
+      const commands = [...load.redisByCommand]
+        .map(([name, n]): [string, number] => [name, (n - (idle.redisByCommand.get(name) ?? 0)) / perSecond])
+        .filter(([, n]) => n >= 0.5)
+        .sort((a, b) => b[1] - a[1]);
+      console.log(
+        `Redis commands per post: ${commands.map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ')}`,
       );
       console.log(`RESULT ${rate}/s: ${above(load.machine, idle.machine)} ms of machine CPU per paid post`);
     }

@@ -177,7 +177,7 @@ test('payments handed off together travel as one job and each request hears its 
       }),
     ),
   );
-  // Handed off in one turn: well inside one gathering (HANDOFF_GATHER_MS).
+  // Handed off in one turn: well inside one gathering (PAYMENT_HANDOFF_MS).
   const answers = await Promise.all(posts.map((post) => awaitPayment(h.env.app, post)));
   expect(answers).toEqual(posts.map((post) => ({ settled: 'sent', swapTx: post.swapTx })));
 

@@ -49,7 +49,7 @@ describe.each([
 
     // The row turns confirmed inside the job; BullMQ marks the job completed only after the
     // processor returns, so the jobs are waited for rather than read at once. Handed off together,
-    // the two may share one job (HANDOFF_GATHER_MS).
+    // the two may share one job (PAYMENT_HANDOFF_MS).
     const payments = h.env.app.payments;
     const rowIds = (await rows()).map((row) => row.id);
     const carrying = async () =>

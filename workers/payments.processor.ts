@@ -19,7 +19,7 @@ export function paymentsProcessor(
     // Settling is mostly waiting on the chain (~0.5 s to confirmed on 400 ms slots), and one
     // shared watcher polls for all of them: hundreds in flight per worker process cost little.
     concurrency: 512,
-    // One fetch loop: the paying requests' hand-offs arrive gathered (HANDOFF_GATHER_MS), a few
+    // One fetch loop: the paying requests' hand-offs arrive gathered (PAYMENT_HANDOFF_MS), a few
     // jobs a second however many posts; each further loop costs Redis round trips per job.
     fetchers: 1,
     // A job's rows settle together: their reads, sends and updates of one step leave as one

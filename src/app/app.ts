@@ -79,7 +79,12 @@ export function openApp(config: Config, logger: Logger, stack: Devstack): App {
     publisher: redis,
     onBadMessage: (channel, err) => logger.warn({ err, channel }, 'live event is not JSON; dropped'),
   });
-  const payments = createPaymentsQueue(stack.redis.url, config.REDIS_PREFIX, liveEvents);
+  const payments = createPaymentsQueue(
+    stack.redis.url,
+    config.REDIS_PREFIX,
+    liveEvents,
+    config.PAYMENT_HANDOFF_MS,
+  );
   const changes = createChangeSignals(liveEvents, logger);
   const creatorFundJobs = queueJobCounter(redis, config.REDIS_PREFIX, CREATOR_FUND_QUEUE);
   metrics.watchQueue('payments', () => payments.queue.getJobCounts(...QUEUE_STATES));

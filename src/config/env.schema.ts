@@ -182,6 +182,19 @@ export const envSchema = z.object({
     .max(16, { message: 'expected at most 16' })
     .default(1),
   /**
+   * How long the paying requests' payments gather before they go to the workers as one job. Each
+   * job costs the queue and the worker a fixed set of round trips (Redis, Postgres, the RPC) however
+   * many payments it carries, so a longer gathering makes a paid write cheaper and its answer later
+   * by up to this much. 0: every payment its own job.
+   * @defaultValue 20
+   */
+  PAYMENT_HANDOFF_MS: z.coerce
+    .number({ message: 'expected milliseconds' })
+    .int({ message: 'expected whole milliseconds' })
+    .min(0, { message: 'expected milliseconds >= 0' })
+    .max(1_000, { message: 'expected at most 1000 ms' })
+    .default(20),
+  /**
    * How long a cached read (a feed page, a GraphQL feed query) may be served without a change
    * signal; every write empties the caches at once, so this only bounds a lost signal. 0 turns the
    * read caches off.

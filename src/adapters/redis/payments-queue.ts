@@ -64,13 +64,6 @@ export function paymentIdsOf(job: PaymentJob): string[] {
   return job.chainTransactionIds ?? (job.chainTransactionId ? [job.chainTransactionId] : []);
 }
 
-/**
- * How long the paying requests' hand-offs gather into one job (the first starts the clock). A job
- * costs the queue ~60 Redis commands in ~10 round trips whatever it carries, and the worker settles
- * a job's rows together (one read, one send, one update per step): gathered, a paid post pays a
- * share of that instead of all of it. The wait is the paying request's, once.
- */
-export const HANDOFF_GATHER_MS = 20;
 /** Rows one job carries at most: a full gathering leaves at once. */
 export const MAX_PAYMENTS_PER_JOB = 256;
 
@@ -127,7 +120,10 @@ export interface PaymentsQueue {
   enqueue(chainTransactionId: string): Promise<Job<PaymentJob>>;
   /**
    * Hands a just-committed row to the workers, in one job with the other hand-offs of the next
-   * HANDOFF_GATHER_MS (see there). Resolves once the job is queued. A job of one row is the row's
+   * `handOffMs` (PAYMENT_HANDOFF_MS; the first starts the clock). A job costs the queue ~60 Redis
+   * commands in ~10 round trips whatever it carries, and the worker settles a job's rows together
+   * (one read, one send, one update per step): gathered, a paid post pays a share of that instead
+   * of all of it. The wait is the paying request's, once. Resolves once the job is queued. A job of one row is the row's
    * own (enqueue's id); a job of several has an id of its own, so the sweeper may queue a row of a
    * job that runs long a second time: settling is idempotent.
    */
@@ -154,7 +150,12 @@ export interface PaymentsQueue {
  * The API's side of the payments queue. `liveEvents` (the process's own, whose subscriber
  * connection it shares) carries the workers' signals to the waiting requests.
  */
-export function createPaymentsQueue(redisUrl: string, prefix: string, liveEvents: LiveEvents): PaymentsQueue {
+export function createPaymentsQueue(
+  redisUrl: string,
+  prefix: string,
+  liveEvents: LiveEvents,
+  handOffMs = 0,
+): PaymentsQueue {
   const connection = createRedis(redisUrl, 'client');
   const queue = new Queue<PaymentJob>(PAYMENTS_QUEUE, { connection, prefix });
   // One listener dispatching by job id: hundreds of requests wait at once.
@@ -202,7 +203,7 @@ export function createPaymentsQueue(redisUrl: string, prefix: string, liveEvents
       const ids: string[] = [];
       let leave!: () => void;
       const due = new Promise<void>((resolve) => (leave = resolve));
-      const timer = setTimeout(leave, HANDOFF_GATHER_MS);
+      const timer = setTimeout(leave, handOffMs);
       const batch = {
         ids,
         leave,

@@ -67,8 +67,9 @@ const SMOKE_BENCHES: SmokeBench[] = [
   {
     script: 'bench:write-cost',
     figures: [
-      /^likes: [\d.]+\/s answered 2xx; per write/m,
-      /^posts: [\d.]+\/s answered 2xx; per write/m,
+      /^service threads, ms per post above idle: /m,
+      /^per post: Postgres -?[\d.]+ transactions, Redis -?[\d.]+ commands/m,
+      /^RESULT \d+\/s: -?[\d.]+ ms of machine CPU per paid post/m,
       /^PASS: write-cost/m,
     ],
   },

@@ -64,7 +64,7 @@ async function reading(service: RunningService, redis: Redis, writerPid: number)
     at: performance.now() / 1000,
     machine: (cpuTimes()?.busy ?? 0) / 100,
     writer: processSeconds(writerPid),
-    threads: threadCpuSeconds() ?? new Map(),
+    threads: threadCpuSeconds() ?? new Map<string, number>(),
     processes,
     transactions: Number(rows[0]!.n),
     redisCommands,

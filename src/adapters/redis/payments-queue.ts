@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Queue, type BackoffStrategy, type Job } from 'bullmq';
 import type { LiveEvents, LiveSubscription } from './live-events.js';
 import { createRedis } from './redis.js';
@@ -123,9 +124,12 @@ export interface PaymentsQueue {
    * `handOffMs` (PAYMENT_HANDOFF_MS; the first starts the clock). A job costs the queue ~60 Redis
    * commands in ~10 round trips whatever it carries, and the worker settles a job's rows together
    * (one read, one send, one update per step): gathered, a paid post pays a share of that instead
-   * of all of it. The wait is the paying request's, once. Resolves once the job is queued. A job of one row is the row's
-   * own (enqueue's id); a job of several has an id of its own, so the sweeper may queue a row of a
-   * job that runs long a second time: settling is idempotent.
+   * of all of it. The wait is the paying request's, once. Resolves once the job is queued.
+   *
+   * A job of one row is the row's own (enqueue's id). A job of several has a fresh id, never a
+   * row's: a row handed off again (a resumed request) may lead another gathering, whose other rows
+   * an id taken from it would have dropped as a duplicate. So the sweeper may queue a row of a job
+   * that runs long a second time: settling is idempotent.
    */
   handOff(chainTransactionId: string): Promise<void>;
   /** The job id enqueue() gives the settlement of this outbox row. */
@@ -212,7 +216,7 @@ export function createPaymentsQueue(
           if (gathering === batch) gathering = undefined;
           // One row: its own job id, so a repeat (the sweeper) finds it.
           if (ids.length === 1) await enqueue(ids[0]!);
-          else await add({ chainTransactionIds: ids }, `batch-${ids[0]}`);
+          else await add({ chainTransactionIds: ids }, `batch-${randomUUID()}`);
         }),
       };
       gathering = batch;

@@ -101,7 +101,7 @@ async function follow(deps: AwaitPaymentDeps, chainTransactionId: string) {
   const jobId = deps.payments.jobIdOf(chainTransactionId);
   const wait = deps.payments.waitFor(jobId, deps.writeTimeoutMs);
   try {
-    // Listening before the enqueue: a new job's signals cannot be missed.
+    // Listening before the hand-off: a new job's signals cannot be missed.
     await wait.listening;
     await deps.payments.handOff(chainTransactionId);
     for (let pause = RECHECK_AFTER_MS; ; pause *= 2) {

@@ -195,3 +195,19 @@ test('payments handed off together travel as one job and each request hears its 
     .execute();
   expect(rows.map((row) => row.status)).toEqual(ids.map(() => 'confirmed'));
 });
+
+test('a payment handed off again that leads a new gathering does not drop the others of it', async () => {
+  const post = (content: string) => createPaidPost(h.env.app, alice.account.id, { type: 'post', content });
+  const first = await post('again 1');
+  await awaitPayment(h.env.app, first);
+  // Twice more it leads a gathering (its request resumed, say): each time with a new payment,
+  // whose job must be queued at once, not found to be the earlier gathering's and dropped.
+  for (const content of ['again 2', 'again 3']) {
+    const other = await post(content);
+    const started = Date.now();
+    const [, answer] = await Promise.all([awaitPayment(h.env.app, first), awaitPayment(h.env.app, other)]);
+    expect(answer).toEqual({ settled: 'sent', swapTx: other.swapTx });
+    // Dropped, it would wait for the outbox sweeper (rows 3 s old and more).
+    expect(Date.now() - started).toBeLessThan(2_000);
+  }
+});

@@ -197,7 +197,8 @@ test('payments handed off together travel as one job and each request hears its 
 });
 
 test('a payment handed off again that leads a new gathering does not drop the others of it', async () => {
-  const post = (content: string) => createPaidPost(h.env.app, alice.account.id, { type: 'post', content });
+  const carol = await h.member('await_carol', 5_000_000n);
+  const post = (content: string) => createPaidPost(h.env.app, carol.account.id, { type: 'post', content });
   const first = await post('again 1');
   await awaitPayment(h.env.app, first);
   // Twice more it leads a gathering (its request resumed, say): each time with a new payment,

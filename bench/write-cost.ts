@@ -103,17 +103,16 @@ function rates(from: Reading, to: Reading) {
 }
 
 /** What still waits, for the posts the writer paid (outbox rows from `since`): each count must reach 0. */
-async function backlog(
-  service: RunningService,
-  since: Date,
-): Promise<{
+interface Backlog {
   unconfirmed: number;
   unreconciled: number;
   unfinalized: number;
   unshipped: number;
   unsequenced: number;
-}> {
-  const { rows } = await sql<Record<string, number>>`
+}
+
+async function backlog(service: RunningService, since: Date): Promise<Backlog> {
+  const { rows } = await sql<Backlog>`
     SELECT
       (SELECT count(*)::int FROM chain_transactions
         WHERE created_at >= ${since} AND status IN ('signed', 'sent')) AS unconfirmed,
@@ -127,14 +126,14 @@ async function backlog(
       (SELECT count(*)::int FROM ledger_legs l, shipper_cursors c
         WHERE c.stream = 'legs' AND (l.txid, l.id) > (c.last_txid, c.last_seq)) AS unshipped,
       (SELECT count(*)::int FROM event_staging) AS unsequenced`.execute(service.app.db);
-  return rows[0]! as Awaited<ReturnType<typeof backlog>>;
+  return rows[0]!;
 }
 
 /** Waits until `done` holds (checked every 250 ms) or `limitSeconds` pass; whether it held. */
 async function waitUntil(
   service: RunningService,
   since: Date,
-  done: (left: Awaited<ReturnType<typeof backlog>>) => boolean,
+  done: (left: Backlog) => boolean,
   limitSeconds: number,
 ): Promise<boolean> {
   const started = performance.now();
@@ -150,7 +149,7 @@ async function waitUntil(
   return true;
 }
 
-const drained = (left: Awaited<ReturnType<typeof backlog>>) =>
+const drained = (left: Backlog) =>
   left.unconfirmed === 0 && left.unreconciled === 0 && left.unshipped === 0 && left.unsequenced === 0;
 
 async function payFor(writer: Writer, postsPerSecond: number, seconds: number): Promise<string[]> {

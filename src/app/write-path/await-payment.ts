@@ -37,13 +37,14 @@ export interface AwaitedPayment {
 export const FOLLOW_GRACE_MS = 2_000;
 
 /**
- * Hands one committed outbox row to the payments worker (the job id comes from the row, so this is
- * safe to repeat) and waits up to WRITE_TIMEOUT_MS for the cluster to execute it: the one step
+ * Hands one committed outbox row to the payments worker (with the other hand-offs of its
+ * PAYMENT_HANDOFF_MS gathering; settling is idempotent, so this is safe to repeat) and waits up to
+ * WRITE_TIMEOUT_MS for the cluster to execute it: the one step
  * every paid write (post, repost, send, swap; REST and GraphQL) shares. The row is the truth; the
  * job's events only say when to look at it again.
  *
  * The money has moved when this is called, so it never fails for an infrastructure reason: if the
- * enqueue, the wait or the row read fails (or hangs past WRITE_TIMEOUT_MS + FOLLOW_GRACE_MS) the
+ * hand-off, the wait or the row read fails (or hangs past WRITE_TIMEOUT_MS + FOLLOW_GRACE_MS) the
  * answer is `pending` with the committed signature, and the outbox sweeper hands the row to the
  * queue within seconds. An error here would be a 5xx, which frees the Idempotency-Key, and the
  * client's retry would pay a second time. The one error left is a payment that failed on chain

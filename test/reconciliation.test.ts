@@ -31,7 +31,7 @@ const funded = (handle: string, micro: bigint) => fundedAccount(env.app, platfor
 
 /** Everything unreconciled, judged now (no finalized wait, `missing` only when asked). */
 const reconcile = (missingAfterMs = 600_000) =>
-  reconcileRound(env.app, { missingAfterMs, finalizedRecheckMs: 0, limit: 1_000 });
+  reconcileRound(env.app, { missingAfterMs, finalizedRecheckMs: 0, settlingGraceMs: 0, limit: 1_000 });
 
 async function verdictOf(movementId: string) {
   const result = await env.app.clickhouse.client.query({
@@ -51,6 +51,16 @@ async function verdictOf(movementId: string) {
   expect(rows).toHaveLength(1);
   return rows[0]!;
 }
+
+/** The outbox row's last verdict (Postgres's copy); null while no round has checked it. */
+const checkedStatusOf = async (chainTransactionId: string) =>
+  (
+    await env.app.db
+      .selectFrom('chain_transactions')
+      .select('reconciled_status')
+      .where('id', '=', chainTransactionId)
+      .executeTakeFirstOrThrow()
+  ).reconciled_status;
 
 const movementOf = async (chainTransactionId: string) =>
   (
@@ -141,6 +151,44 @@ describe('reconciliation', () => {
     expect((await verdictOf(movementId)).status).toBe('pending');
     await reconcile(0);
     expect(await verdictOf(movementId)).toMatchObject({ status: 'missing', chain_amount: '0' });
+  });
+
+  test('a payment the worker is still settling is left to it until the settling grace has passed', async () => {
+    const payer = await funded('rc_settling', 2_000_000n);
+    const fresh = await createPaidPost(env.app, payer.id, { type: 'post', content: 'not sent yet' });
+    const round = (settlingGraceMs?: number) =>
+      reconcileRound(env.app, {
+        missingAfterMs: 600_000,
+        finalizedRecheckMs: 0,
+        limit: 1_000,
+        ...(settlingGraceMs === undefined ? {} : { settlingGraceMs }),
+      });
+    await round(); // the default grace (5 s): the row is seconds old
+    expect(await checkedStatusOf(fresh.chainTransactionId)).toBeNull();
+    await round(0);
+    expect(await checkedStatusOf(fresh.chainTransactionId)).toBe('pending');
+
+    // Once the worker confirmed it, no grace applies.
+    const settled = await createPaidPost(env.app, payer.id, { type: 'post', content: 'settled' });
+    expect(await settlePayment(env.app, settled.chainTransactionId)).toBe('confirmed');
+    await round();
+    expect(await checkedStatusOf(settled.chainTransactionId)).toBe('matched');
+  });
+
+  test('rows judged missing, checked every round, do not hold back a newer row behind a full round', async () => {
+    await reconcile(); // nothing older is left unchecked
+    const payer = await funded('rc_backlog', 5_000_000n);
+    const ghosts = [];
+    for (let k = 0; k < 3; k++)
+      ghosts.push(await createPaidPost(env.app, payer.id, { type: 'post', content: `ghost ${k}` }));
+    await reconcile(0);
+    for (const ghost of ghosts) expect(await checkedStatusOf(ghost.chainTransactionId)).toBe('missing');
+
+    const newer = await createPaidPost(env.app, payer.id, { type: 'post', content: 'newer' });
+    expect(await settlePayment(env.app, newer.chainTransactionId)).toBe('confirmed');
+    // A round of one row: the row never checked goes first, not the oldest missing one.
+    await reconcileRound(env.app, { missingAfterMs: 0, finalizedRecheckMs: 0, settlingGraceMs: 0, limit: 1 });
+    expect(await checkedStatusOf(newer.chainTransactionId)).toBe('matched');
   });
 
   test('a payment that landed with an error (and was reversed) is failed_on_chain, nothing moved', async () => {

@@ -45,6 +45,13 @@ export interface ReconcileOptions {
   after?: ReconcileCursor;
   /** Wait this long after the confirmed check before the finalized one. @defaultValue 15_000 */
   finalizedRecheckMs?: number;
+  /**
+   * A row the payments worker is still settling (`signed`, `sent`) is checked only once it is this
+   * old: before, its transaction is usually not confirmed yet (a wasted fetch and a `pending`
+   * verdict), and the round's row lock would make the worker's own update wait for the round.
+   * @defaultValue 5_000
+   */
+  settlingGraceMs?: number;
 }
 
 export interface ReconcileRound {
@@ -65,6 +72,8 @@ export interface ReconcileCursor {
 
 /** A transaction is finalized ~32 slots (~13 s) after it lands; re-checking before is wasted RPC. */
 const FINALIZED_RECHECK_MS = 15_000;
+/** The worker confirms a payment within a second of sending it; past this, the indexer looks itself. */
+const SETTLING_GRACE_MS = 5_000;
 
 /**
  * The verdicts finance is told of (`reconciliation.exception`): every exception but `pending`,
@@ -101,6 +110,7 @@ export async function reconcileRound(
   const platform = await deps.bootstrapChain();
   return deps.db.transaction().execute(async (trx) => {
     const finalizedBefore = new Date(Date.now() - (options.finalizedRecheckMs ?? FINALIZED_RECHECK_MS));
+    const settlingBefore = new Date(Date.now() - (options.settlingGraceMs ?? SETTLING_GRACE_MS));
     const { rows } = await sql<OutboxRow>`
       SELECT c.id, c.movement_id, c.signature, c.status, c.created_at, c.reconciled_commitment,
              m.created_at AS movement_created_at, c.created_at::text AS created_at_key
@@ -111,9 +121,12 @@ export async function reconcileRound(
              ${options.until ? sql`AND c.created_at < ${options.until}` : sql``}
              ${options.after ? sql`AND (c.created_at, c.id) > (${options.after.createdAt}::timestamptz, ${options.after.id}::uuid)` : sql``}`
            : sql`c.reconciled_commitment IS DISTINCT FROM 'finalized'
-             AND (c.reconciled_commitment IS NULL OR c.reconciled_at < ${finalizedBefore})`
+             AND (c.reconciled_commitment IS NULL OR c.reconciled_at < ${finalizedBefore})
+             AND (c.status NOT IN ('signed', 'sent') OR c.created_at < ${settlingBefore})`
        }
-       ORDER BY c.created_at, c.id
+       -- Rows never checked first, then those checked longest ago: rows judged missing (checked
+       -- every round, never finalized) must not hold back newer rows behind a full round.
+       ORDER BY ${options.since ? sql`` : sql`c.reconciled_at NULLS FIRST,`} c.created_at, c.id
        LIMIT ${limit}
          FOR UPDATE OF c SKIP LOCKED`.execute(trx);
     if (rows.length === 0) return { checked: 0, byStatus: {} };

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { createJsonPoster } from '../src/adapters/http/post-json.js';
+import { createJsonPoster } from '../src/adapters/solana/json-poster.js';
 
 export type LoadPhase =
   | { kind: 'closed'; base: string; keys: string[]; concurrency: number; seconds: number }

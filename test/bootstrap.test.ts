@@ -10,6 +10,7 @@ import {
   LOCALNET_SEED,
   MAINNET_USDC_MINT,
 } from '../src/adapters/solana/index.js';
+import { platformWalletStore } from '../src/adapters/postgres/platform-wallets.repository.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 let env: TestEnv;
@@ -84,7 +85,12 @@ describe('bootstrapChain elsewhere', () => {
 
   test('refuses mainnet-beta before touching anything', async () => {
     const attempt = bootstrapChain(
-      { rpc: createRpcClient(url), db: env.app.db, keystore: env.app.keystore, log: () => {} },
+      {
+        rpc: createRpcClient(url),
+        wallets: platformWalletStore(env.app.db),
+        keystore: env.app.keystore,
+        log: () => {},
+      },
       {},
     );
     await expect(attempt).rejects.toThrow(BootstrapRefusedError);

@@ -21,6 +21,7 @@ import {
   type PlatformChain,
   type Signer,
 } from '../src/adapters/solana/index.js';
+import { platformWalletStore } from '../src/adapters/postgres/platform-wallets.repository.js';
 import { freePort } from '../src/devstack/free-port.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
@@ -173,7 +174,11 @@ describe('the chain adapter against the localnet', () => {
 
   test('platform keys sealed under one master key do not open under another', async () => {
     const otherKeystore = createKeystore(randomBytes(32));
-    await expect(loadPlatformSigners(env.app.db, otherKeystore)).rejects.toThrow(WalletKeyError);
-    await expect(loadPlatformSigners(env.app.db, otherKeystore)).rejects.toThrow(/WALLET_MASTER_KEY/);
+    await expect(loadPlatformSigners(platformWalletStore(env.app.db), otherKeystore)).rejects.toThrow(
+      WalletKeyError,
+    );
+    await expect(loadPlatformSigners(platformWalletStore(env.app.db), otherKeystore)).rejects.toThrow(
+      /WALLET_MASTER_KEY/,
+    );
   });
 });

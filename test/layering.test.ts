@@ -7,10 +7,12 @@ import { describe, expect, test } from 'vitest';
  * The layers of DESIGN.md, held by a test rather than by review: `domain` imports nothing of ours
  * outside `domain`; adapters import no use case or transport; the app layer imports no transport;
  * REST and GraphQL do not import each other (what both show lives in `src/api/`, beside them) and
- * import no adapter.
+ * import no adapter; the app layer does not import the devstack (the composition root receives
+ * plain URLs: src/app/service-endpoints.ts); and no adapter imports another adapter (one that
+ * needs another's storage takes a store interface, e.g. PlatformWalletStore).
  * Every relative import of every source file (static, re-export, dynamic) is checked.
  */
-type Layer = 'domain' | 'adapters' | 'app' | 'rest' | 'graphql' | 'api' | 'workers' | 'other';
+type Layer = 'domain' | 'adapters' | 'app' | 'rest' | 'graphql' | 'api' | 'workers' | 'devstack' | 'other';
 
 const LAYER_OF_FOLDER: ReadonlyArray<[string, Layer]> = [
   ['src/domain/', 'domain'],
@@ -20,13 +22,14 @@ const LAYER_OF_FOLDER: ReadonlyArray<[string, Layer]> = [
   ['src/api/graphql/', 'graphql'],
   ['src/api/', 'api'],
   ['workers/', 'workers'],
+  ['src/devstack/', 'devstack'],
 ];
 
 /** What each layer may not import. A layer not named here (cli, devstack, main) may import anything. */
 const FORBIDDEN: Partial<Record<Layer, (target: Layer) => boolean>> = {
   domain: (target) => target !== 'domain',
-  adapters: (target) => ['app', 'api', 'rest', 'graphql', 'workers'].includes(target),
-  app: (target) => ['api', 'rest', 'graphql', 'workers'].includes(target),
+  adapters: (target) => ['app', 'api', 'rest', 'graphql', 'workers', 'devstack'].includes(target),
+  app: (target) => ['api', 'rest', 'graphql', 'workers', 'devstack'].includes(target),
   // A route or resolver maps its wire format to a use case and back: storage is the app's business.
   rest: (target) => target === 'graphql' || target === 'adapters',
   graphql: (target) => target === 'rest' || target === 'adapters',
@@ -59,10 +62,19 @@ function importsOf(file: string, text: string): Import[] {
     }));
 }
 
+/** `postgres` for src/adapters/postgres/x.ts; undefined outside src/adapters/. */
+function adapterOf(file: string): string | undefined {
+  return file.startsWith('src/adapters/') ? file.split('/')[2] : undefined;
+}
+
 function violations(imports: readonly Import[]): string[] {
-  return imports
+  const crossLayer = imports
     .filter(({ from, to }) => FORBIDDEN[layerOf(from)]?.(layerOf(to)))
     .map(({ from, to }) => `${from} (${layerOf(from)}) imports ${to} (${layerOf(to)})`);
+  const crossAdapter = imports
+    .filter(({ from, to }) => adapterOf(from) && adapterOf(to) && adapterOf(from) !== adapterOf(to))
+    .map(({ from, to }) => `${from} (adapter ${adapterOf(from)}) imports ${to} (adapter ${adapterOf(to)})`);
+  return [...crossLayer, ...crossAdapter];
 }
 
 const allImports = ['src', 'workers'].flatMap((folder) =>
@@ -101,5 +113,15 @@ describe('layering', () => {
     expect(violations(importsOf('src/api/rest/r.ts', storage))).toHaveLength(1);
     expect(violations(importsOf('src/api/graphql/q.ts', storage))).toHaveLength(1);
     expect(violations(importsOf('src/domain/z.ts', "import { g } from '../config/g.js';"))).toHaveLength(1);
+    expect(violations(importsOf('src/app/w.ts', "import type { D } from '../devstack/index.js';"))).toEqual([
+      'src/app/w.ts (app) imports src/devstack/index.js (devstack)',
+    ]);
+    // Within one adapter is fine; into another is not.
+    expect(violations(importsOf('src/adapters/solana/s.ts', "import { h } from './h.js';"))).toEqual([]);
+    expect(
+      violations(importsOf('src/adapters/solana/s.ts', storage.replace('../../adapters/', '../'))),
+    ).toEqual([
+      'src/adapters/solana/s.ts (adapter solana) imports src/adapters/postgres/db.js (adapter postgres)',
+    ]);
   });
 });

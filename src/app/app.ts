@@ -18,7 +18,6 @@ import { createRateLimiter } from '../adapters/redis/rate-limiter.js';
 import type { ApiDeps, HttpExposure } from './api-deps.js';
 import { createMetrics, QUEUE_STATES, type Metrics } from '../observability/metrics.js';
 import type { Config } from '../config/index.js';
-import type { Devstack } from '../devstack/index.js';
 import { cachedHealthCheck } from '../domain/health/health-cache.js';
 import { checkHealth, type HealthReport, type Probe } from '../domain/health/health.service.js';
 import { redactUrl, redactUrls } from '../url-redaction.js';
@@ -26,12 +25,13 @@ import { webhookUrlPolicyOf } from '../domain/webhooks/url-policy.js';
 import { cachedApiKeyStore, signallingAccountStore, signallingFollowStore } from './identity-stores.js';
 import { createChangeSignals } from './change-signals.js';
 import { createCoreServices, type CoreServices } from './core-services.js';
+import type { ServiceEndpoints } from './service-endpoints.js';
 
 /** Every long-lived client a process holds, built once from the resolved stack. */
 export interface App extends ApiDeps, CoreServices {
   config: Config;
   logger: Logger;
-  stack: Devstack;
+  stack: ServiceEndpoints;
   db: Db;
   redis: Redis;
   clickhouse: ClickHouse;
@@ -51,7 +51,7 @@ const READ_POOL_SIZE = 6;
  */
 const HEALTH_MAX_AGE_MS = 2_000;
 
-export function openApp(config: Config, logger: Logger, stack: Devstack): App {
+export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints): App {
   // 20: a paid write holds a connection for a few ms, and at hundreds per second 10 queue up.
   const db = createDb(stack.postgres.url, { max: 20 });
   // The read path's own connections. Under hundreds of paid writes a second the pool above has a

@@ -6,6 +6,7 @@ import type { Db } from '../adapters/postgres/db.js';
 import { createFollowStore } from '../adapters/postgres/follows.repository.js';
 import { createKeyUseNotes, type KeyUseNotes } from '../adapters/postgres/key-use-notes.js';
 import { createLedgerStore } from '../adapters/postgres/ledger.repository.js';
+import { platformWalletStore } from '../adapters/postgres/platform-wallets.repository.js';
 import {
   bootstrapChain,
   createKeystore,
@@ -58,7 +59,12 @@ export function createCoreServices(config: Config, logger: Logger, db: Db, solan
   let bootstrapped: Promise<PlatformChain> | undefined;
   const platform = (): Promise<PlatformChain> => {
     bootstrapped ??= bootstrapChain(
-      { rpc, db, keystore, log: (message) => logger.info(`bootstrap: ${message}`) },
+      {
+        rpc,
+        wallets: platformWalletStore(db),
+        keystore,
+        log: (message) => logger.info(`bootstrap: ${message}`),
+      },
       { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT, priorityFee: config.SOLANA_PRIORITY_FEE },
     )
       .then((chain) => {

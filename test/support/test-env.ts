@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import type { ClickHouseTarget } from '../../src/adapters/clickhouse/index.js';
 import { openApp, type App } from '../../src/app/app.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
-import type { Devstack } from '../../src/devstack/index.js';
+import type { ServiceEndpoints } from '../../src/app/service-endpoints.js';
 import { startLocalnet, type Localnet } from '../../src/localnet/localnet.js';
 import { databaseUrl } from './urls.js';
 
@@ -19,8 +19,6 @@ export interface TestEnv {
   localnet: Localnet | undefined;
   close(): Promise<void>;
 }
-
-const noStop = async () => {};
 
 /**
  * An isolated world for one test file: its own Postgres database (copied from the migrated
@@ -74,21 +72,13 @@ export async function openTestEnv(
         dir: options.localnetDir,
       })
     : undefined;
-  const stack: Devstack = {
-    postgres: { url: config.DATABASE_URL ?? '', source: 'external', stop: noStop },
-    redis: { url: inject('redisUrl'), source: 'external', stop: noStop },
+  const stack: ServiceEndpoints = {
+    postgres: { url: config.DATABASE_URL ?? '', source: 'external' },
+    redis: { url: inject('redisUrl'), source: 'external' },
     clickhouse: options.clickhouse === false ? undefined : clickhouse,
     solana: localnet
-      ? { url: localnet.rpcUrl, wsUrl: localnet.wsUrl, source: 'embedded', stop: noStop }
-      : {
-          url: 'http://127.0.0.1:9/no-chain-in-this-test',
-          wsUrl: 'ws://127.0.0.1:10',
-          source: 'external',
-          stop: noStop,
-        },
-    publish: () => {},
-    abandon: () => {},
-    stop: noStop,
+      ? { url: localnet.rpcUrl, wsUrl: localnet.wsUrl, source: 'embedded' }
+      : { url: 'http://127.0.0.1:9/no-chain-in-this-test', wsUrl: 'ws://127.0.0.1:10', source: 'external' },
   };
   const app = openApp(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), stack);
   await app.migrate();

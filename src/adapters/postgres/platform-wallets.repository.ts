@@ -28,3 +28,11 @@ export async function insertPlatformWallet(db: Db, row: PlatformWalletRow): Prom
     .executeTakeFirstOrThrow();
   return { role: stored.role, address: stored.address, sealedSecret: stored.sealed_secret };
 }
+
+/** The platform's key store as the Solana adapter asks for it (PlatformWalletStore). */
+export function platformWalletStore(db: Db): {
+  list(): Promise<PlatformWalletRow[]>;
+  insert(row: PlatformWalletRow): Promise<PlatformWalletRow>;
+} {
+  return { list: () => listPlatformWallets(db), insert: (row) => insertPlatformWallet(db, row) };
+}

@@ -6,12 +6,16 @@ import {
   TOKEN_PROGRAM_ID,
 } from '@solana/spl-token';
 import { PublicKey, SystemProgram, Transaction, type TransactionInstruction } from '@solana/web3.js';
-import type { Db } from '../postgres/db.js';
 import { detectCluster, priorityFeeFor, type Cluster } from './cluster.js';
 import { sendAndConfirm } from './confirm.js';
 import type { Keystore } from './keystore.js';
 import type { Signer } from './keypair.js';
-import { ensureSigner, loadPlatformSigners, type PlatformSigners } from './platform-keys.js';
+import {
+  ensureSigner,
+  loadPlatformSigners,
+  type PlatformSigners,
+  type PlatformWalletStore,
+} from './platform-keys.js';
 import type { RpcClient } from './rpc-client.js';
 import { signTransaction } from './sign.js';
 import { associatedTokenAccount, buildMintTo } from './transaction-builder.js';
@@ -75,7 +79,7 @@ export interface PlatformChain {
 
 export interface BootstrapDeps {
   rpc: RpcClient;
-  db: Db;
+  wallets: PlatformWalletStore;
   keystore: Keystore;
   log: (message: string) => void;
 }
@@ -104,7 +108,7 @@ export async function bootstrapChain(deps: BootstrapDeps, config: BootstrapConfi
       'Refusing to bootstrap on mainnet-beta: the bootstrap creates and mints tokens.',
     );
   }
-  const signers = await loadPlatformSigners(deps.db, deps.keystore);
+  const signers = await loadPlatformSigners(deps.wallets, deps.keystore);
   const feePayer = signers.fee_payer;
   const send = (instructions: TransactionInstruction[], extraSigners: Signer[] = []) =>
     sendInstructions(deps.rpc, feePayer, instructions, extraSigners);
@@ -315,10 +319,10 @@ async function ensureMint(
     deps.log(`placed the ${plan.role} at ${address.toBase58()}`);
     return address;
   }
-  const mintSigner = await ensureSigner(deps.db, deps.keystore, plan.role);
+  const mintSigner = await ensureSigner(deps.wallets, deps.keystore, plan.role);
   if (await readMint(deps.rpc, mintSigner.publicKey)) return mintSigner.publicKey;
   const lamports = await deps.rpc.call<number>('getMinimumBalanceForRentExemption', [MINT_SIZE]);
-  const feePayer = (await loadPlatformSigners(deps.db, deps.keystore)).fee_payer.publicKey;
+  const feePayer = (await loadPlatformSigners(deps.wallets, deps.keystore)).fee_payer.publicKey;
   await send(
     [
       SystemProgram.createAccount({

@@ -71,6 +71,8 @@ export {
   loadPlatformSigners,
   PLATFORM_SIGNER_ROLES,
   type PlatformSigners,
+  type PlatformWalletStore,
+  type SealedPlatformWallet,
 } from './platform-keys.js';
 export { fundNative, fundUsdc, FaucetRefusedError } from './faucet.js';
 export { createWalletProvisioner } from './custodial-wallets.js';

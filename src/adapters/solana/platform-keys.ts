@@ -1,6 +1,4 @@
 import { PublicKey } from '@solana/web3.js';
-import type { Db } from '../postgres/db.js';
-import { insertPlatformWallet, listPlatformWallets } from '../postgres/platform-wallets.repository.js';
 import { generateWallet, signerFromSeed, type Signer } from './keypair.js';
 import type { Keystore } from './keystore.js';
 
@@ -17,25 +15,49 @@ export type PlatformSignerRole = (typeof PLATFORM_SIGNER_ROLES)[number];
 
 export type PlatformSigners = Readonly<Record<PlatformSignerRole, Signer>>;
 
+/** A platform wallet as kept: its key sealed with the master key (none for a configured address). */
+export interface SealedPlatformWallet {
+  role: string;
+  address: string;
+  sealedSecret: string | null;
+}
+
+/**
+ * Where the platform's sealed keys are kept (Postgres's `platform_wallets`, wired in
+ * core-services.ts): this adapter signs, another one stores.
+ */
+export interface PlatformWalletStore {
+  list(): Promise<SealedPlatformWallet[]>;
+  /** Inserts the role unless it exists and answers the row that won (two processes agree on one key). */
+  insert(wallet: SealedPlatformWallet): Promise<SealedPlatformWallet>;
+}
+
 /**
  * The platform's signers, created on first use: a new ed25519 key per role, sealed with the
  * master key and stored in Postgres. Every process of a deployment reads the same keys.
  */
-export async function loadPlatformSigners(db: Db, keystore: Keystore): Promise<PlatformSigners> {
+export async function loadPlatformSigners(
+  wallets: PlatformWalletStore,
+  keystore: Keystore,
+): Promise<PlatformSigners> {
   const entries = await Promise.all(
-    PLATFORM_SIGNER_ROLES.map(async (role) => [role, await ensureSigner(db, keystore, role)]),
+    PLATFORM_SIGNER_ROLES.map(async (role) => [role, await ensureSigner(wallets, keystore, role)]),
   );
   return Object.fromEntries(entries) as PlatformSigners;
 }
 
 /** A keypair-backed role (for example a mint the bootstrap creates), created on first use. */
-export async function ensureSigner(db: Db, keystore: Keystore, role: string): Promise<Signer> {
-  const existing = (await listPlatformWallets(db)).find((row) => row.role === role);
+export async function ensureSigner(
+  wallets: PlatformWalletStore,
+  keystore: Keystore,
+  role: string,
+): Promise<Signer> {
+  const existing = (await wallets.list()).find((row) => row.role === role);
   const row =
     existing ??
     (await (async () => {
       const wallet = generateWallet();
-      return insertPlatformWallet(db, {
+      return wallets.insert({
         role,
         address: wallet.address,
         sealedSecret: keystore.encrypt(wallet.seed, wallet.address),

@@ -1,4 +1,4 @@
-import { createJsonPoster } from '../http/post-json.js';
+import { createJsonPoster } from './json-poster.js';
 import { ChainError, classifyRpcFailure, type JsonRpcErrorObject } from './chain-errors.js';
 
 /**

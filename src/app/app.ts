@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import {
@@ -8,6 +7,7 @@ import {
   type ClickHouse,
 } from '../adapters/clickhouse/index.js';
 import { findApiKeyOn } from '../adapters/postgres/api-keys.repository.js';
+import { pingPostgres } from '../adapters/postgres/health-probe.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createRedis } from '../adapters/redis/index.js';
 import { createLiveEvents } from '../adapters/redis/live-events.js';
@@ -91,7 +91,7 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
   metrics.watchQueue(CREATOR_FUND_QUEUE, () => creatorFundJobs.counts(QUEUE_STATES));
 
   const probes: Array<{ name: string; source: string; probe: Probe | undefined }> = [
-    { name: 'postgres', source: stack.postgres.source, probe: () => sql`SELECT 1`.execute(db) },
+    { name: 'postgres', source: stack.postgres.source, probe: () => pingPostgres(db) },
     { name: 'redis', source: stack.redis.source, probe: () => redis.ping() },
     {
       name: 'clickhouse',

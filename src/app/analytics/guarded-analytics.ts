@@ -1,5 +1,6 @@
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
+import { postAuthorId } from '../../adapters/postgres/post-authors.repository.js';
 import type { AccountStore } from '../../domain/accounts/accounts.service.js';
 import { requireTimeRange } from '../../domain/analytics/time-range.js';
 import { requireOwnerOrFinance } from '../../domain/auth/access-rules.js';
@@ -34,10 +35,9 @@ export async function postStatsFor(
   viewer: Viewer,
   postId: string,
 ): Promise<PostStats> {
-  const post = UUID.test(postId)
-    ? await deps.db.selectFrom('posts').select('author_id').where('id', '=', postId).executeTakeFirst()
-    : undefined;
-  if (!post) throw new AppError('not_found', `No post ${postId}`);
-  requireOwnerOrFinance(viewer, post.author_id, "A post's stats are its author's (or finance's) to read");
+  // Not a UUID: no post, and Postgres would refuse the comparison with an error.
+  const authorId = UUID.test(postId) ? await postAuthorId(deps.db, postId) : undefined;
+  if (authorId === undefined) throw new AppError('not_found', `No post ${postId}`);
+  requireOwnerOrFinance(viewer, authorId, "A post's stats are its author's (or finance's) to read");
   return postStats(deps.clickhouse, postId);
 }

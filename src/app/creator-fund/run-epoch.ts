@@ -1,9 +1,21 @@
 import { PublicKey } from '@solana/web3.js';
-import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
+import {
+  deleteEpoch,
+  epochBatchRows,
+  epochOutcome,
+  epochRow,
+  inFlightPayoutTotal,
+  inPlanningTransaction,
+  insertEpoch,
+  insertPayoutBatch,
+  walletAddresses,
+} from '../../adapters/postgres/creator-fund.repository.js';
 import type { ChainTransactionStatus } from '../../adapters/postgres/database.js';
 import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
+import type { Tx } from '../../adapters/postgres/tx.js';
+import type { PlatformChain } from '../../adapters/solana/index.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Leg } from '../../domain/ledger/ledger.js';
 import {
@@ -13,6 +25,8 @@ import {
   likesFromPayingEngagers,
   scoreAuthors,
   splitBudget,
+  type AuthorScore,
+  type AuthorShare,
   type EpochWindow,
 } from '../../domain/payouts/creator-fund-rules.js';
 import { cutIntoBatches } from '../../domain/payouts/payout-batches.js';
@@ -76,9 +90,6 @@ export class EpochNotReadyError extends Error {
   override name = 'EpochNotReadyError';
 }
 
-/** Serialises planners across processes: each reads the fund's balance and spends from it. */
-const PLAN_LOCK = 'ledgerfeed:creator-fund:plan';
-
 /**
  * Plans one epoch exactly once. An epoch already planned (or found with nobody to pay) is returned
  * as it was; an `unfunded` one is planned again (the fund may have been topped up).
@@ -95,6 +106,55 @@ const PLAN_LOCK = 'ledgerfeed:creator-fund:plan';
 export async function planEpoch(deps: CreatorFundDeps, epoch: EpochWindow): Promise<EpochPlan> {
   const existing = await loadPlan(deps, epoch.start);
   if (existing && existing.outcome !== 'unfunded') return existing;
+  const scores = await scoreEpoch(deps, epoch);
+  const platform = await deps.bootstrapChain();
+  const { payable, recipients } = await payableAuthors(deps, platform, scores);
+
+  const planned = await inPlanningTransaction(deps.db, async (tx) => {
+    const again = await epochOutcome(tx, epoch.start);
+    if (again && again !== 'unfunded') return undefined; // another planner won
+    if (again) await deleteEpoch(tx, epoch.start);
+    const fund = await fundBalance(deps, tx, platform);
+    const split = splitEpochBudget(deps.config.CREATOR_FUND_EPOCH_BUDGET, fund, payable);
+    await insertEpoch(tx, {
+      epochStart: epoch.start,
+      epochEnd: epoch.end,
+      budget: split.budget,
+      fundAvailable: split.available,
+      paidTotal: split.paidTotal,
+      authorCount: split.authorCount,
+      outcome: split.outcome,
+      note: split.note,
+    });
+    const batches: EpochPlan['batches'] = [];
+    for (const [index, batch] of cutPayoutBatches(split.shares, recipients).entries()) {
+      batches.push(await planBatch(deps, tx, platform, { epoch, index, batch, recipients }));
+    }
+    return { ...split, batches };
+  });
+  if (!planned) return (await loadPlan(deps, epoch.start))!;
+
+  reportPlanned(deps, epoch, planned);
+  return {
+    epochStart: epoch.start,
+    epochEnd: epoch.end,
+    outcome: planned.outcome,
+    alreadyPlanned: false,
+    budget: planned.budget,
+    fundAvailable: planned.available,
+    paidTotal: planned.paidTotal,
+    authorCount: planned.authorCount,
+    note: planned.note,
+    batches: planned.batches,
+  };
+}
+
+/**
+ * The epoch's author scores, once everything they depend on has settled: every event shipped to
+ * ClickHouse, every paid engagement and every liker's qualifying payment settled on chain (else
+ * EpochNotReadyError: the scores could still change).
+ */
+async function scoreEpoch(deps: CreatorFundDeps, epoch: EpochWindow): Promise<AuthorScore[]> {
   if (!(await eventsShippedThrough(deps.db, epoch.end))) {
     throw new EpochNotReadyError(
       `epoch ${epoch.start.toISOString()}: events up to ${epoch.end.toISOString()} are not all in ClickHouse yet`,
@@ -114,165 +174,167 @@ export async function planEpoch(deps: CreatorFundDeps, epoch: EpochWindow): Prom
       `epoch ${epoch.start.toISOString()}: ${liking.unsettled} liker(s) whose only payment is not settled on chain yet`,
     );
   }
-  const scores = scoreAuthors(likesFromPayingEngagers(engagement, liking.paying));
-  const platform = await deps.bootstrapChain();
-  const wallets = new Map<string, string>();
-  if (scores.length > 0) {
-    const rows = await deps.db
-      .selectFrom('accounts')
-      .select(['id', 'wallet_address'])
-      .where(
-        'id',
-        'in',
-        scores.map((s) => s.authorId),
-      )
-      .execute();
-    for (const row of rows) if (row.wallet_address) wallets.set(row.id, row.wallet_address);
-  }
+  return scoreAuthors(likesFromPayingEngagers(engagement, liking.paying));
+}
+
+/** Where payouts go: each payable author's wallet, and the wallets a payout must open a native token account for. */
+interface Recipients {
+  wallets: Map<string, string>;
+  unopened: Set<string>;
+}
+
+async function payableAuthors(
+  deps: CreatorFundDeps,
+  platform: PlatformChain,
+  scores: AuthorScore[],
+): Promise<{ payable: AuthorScore[]; recipients: Recipients }> {
+  const wallets = await walletAddresses(
+    deps.db,
+    scores.map((s) => s.authorId),
+  );
   // An author without a custodial wallet cannot receive tokens (none exist today): left out.
   const payable = scores.filter((s) => wallets.has(s.authorId));
-  const budget = deps.config.CREATOR_FUND_EPOCH_BUDGET;
   // Wallets never paid native tokens have no native token account: their batches create it.
   const unopened = await ownersWithoutNativeAccount(
     deps.rpc,
     platform,
     payable.map((s) => wallets.get(s.authorId)!),
   );
-  const needsAccount = (authorId: string) => unopened.has(wallets.get(authorId)!);
+  return { payable, recipients: { wallets, unopened } };
+}
 
-  const planned = await deps.db.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock(hashtext(${PLAN_LOCK}))`.execute(trx);
-    const again = await trx
-      .selectFrom('creator_fund_epochs')
-      .select('outcome')
-      .where('epoch_start', '=', epoch.start)
-      .executeTakeFirst();
-    if (again && again.outcome !== 'unfunded') return undefined; // another planner won
-    if (again) await trx.deleteFrom('creator_fund_epochs').where('epoch_start', '=', epoch.start).execute();
+function needsAccount(recipients: Recipients, authorId: string): boolean {
+  return recipients.unopened.has(recipients.wallets.get(authorId)!);
+}
 
-    // What the fund can pay: its balance on chain less the batches planned but not yet executed
-    // (they will take their tokens when they land). `sent` ones may already show in the balance:
-    // subtracting them too under-pays while they are in flight, never over-spends.
-    const inFlight = await trx
-      .selectFrom('creator_fund_batches as b')
-      .innerJoin('chain_transactions as ct', 'ct.id', 'b.chain_transaction_id')
-      .select(sql<string>`coalesce(sum(b.total), 0)::text`.as('total'))
-      .where('ct.status', 'in', ['signed', 'sent'])
-      .executeTakeFirstOrThrow();
-    const onChain = await fundChainBalance(deps.rpc, platform);
-    const available = maxBig(0n, onChain - BigInt(inFlight.total));
-    const payTotal = available < budget ? available : budget;
-    const shares = splitBudget(payTotal, payable);
-    const outcome: EpochOutcome =
-      payable.length === 0 ? 'no_engagement' : shares.length === 0 ? 'unfunded' : 'planned';
-    const paidTotal = shares.reduce((acc, s) => acc + s.amount, 0n);
-    const note =
-      outcome === 'no_engagement'
-        ? 'no engagement from other accounts in this epoch'
-        : outcome === 'unfunded'
-          ? `the creator fund is empty (${formatNative(onChain)} on chain, ${formatNative(BigInt(inFlight.total))} in flight): nothing paid`
-          : paidTotal < budget
-            ? `the creator fund is short: paid ${formatNative(paidTotal)} of the ${formatNative(budget)} budget`
-            : '';
-    await trx
-      .insertInto('creator_fund_epochs')
-      .values({
-        epoch_start: epoch.start,
-        epoch_end: epoch.end,
-        budget,
-        fund_available: available,
-        paid_total: paidTotal,
-        author_count: shares.length,
-        outcome,
-        note,
-      })
-      .execute();
+/** The fund's balance on chain, and what batches planned but not executed yet will take from it (native base units). */
+interface FundBalance {
+  onChain: bigint;
+  inFlight: bigint;
+}
 
-    const batches: EpochPlan['batches'] = [];
-    // Authors whose account exists first, 16 a batch; then those whose account each transfer
-    // creates, 8 a batch (a create takes ~42 bytes of the 1232).
-    const cut = [
-      ...cutIntoBatches(
-        shares.filter((s) => !needsAccount(s.authorId)),
-        TRANSFERS_PER_BATCH,
-      ),
-      ...cutIntoBatches(
-        shares.filter((s) => needsAccount(s.authorId)),
-        CREATING_TRANSFERS_PER_BATCH,
-      ),
-    ];
-    for (const [index, batch] of cut.entries()) {
-      const total = batch.reduce((acc, s) => acc + s.amount, 0n);
-      const payment = await signPayoutBatch(
-        deps.rpc,
-        platform,
-        batch.map((s) => ({
-          owner: new PublicKey(wallets.get(s.authorId)!),
-          amount: s.amount,
-          createAccount: needsAccount(s.authorId),
-        })),
-        payoutMemo(epoch.start, index),
-      );
-      const legs: Leg[] = [
-        { account: { kind: 'creator_fund', currency: 'native' }, units: -total, counts: 'none' },
-        ...batch.map((s): Leg => ({
-          account: { kind: 'user', accountId: s.authorId, currency: 'native' },
-          units: s.amount,
-          counts: 'earned',
-        })),
-      ];
-      const { movementId } = await recordMovement(trx, {
-        kind: 'fund_payout',
-        legs,
-        pending: 'hold',
-        idempotencyKey: `fund:${epoch.start.toISOString()}:${index}`,
-      });
-      const chainTransactionId = await insertOutboxPayment(trx, movementId, payment, {
-        type: 'fund.payout',
-        // amount_micro is micro-USD: a native payout moves no dollars. The tokens are in the payload.
-        payload: JSON.stringify({
-          epoch_start: epoch.start.toISOString(),
-          batch_index: index,
-          total_native: total.toString(),
-          transfers: batch.length,
-        }),
-      });
-      await trx
-        .insertInto('creator_fund_batches')
-        .values({
-          epoch_start: epoch.start,
-          batch_index: index,
-          movement_id: movementId,
-          chain_transaction_id: chainTransactionId,
-          total,
-          transfers: batch.length,
-        })
-        .execute();
-      await trx
-        .insertInto('creator_fund_payouts')
-        .values(
-          batch.map((s) => ({
-            epoch_start: epoch.start,
-            account_id: s.authorId,
-            score: s.score,
-            amount: s.amount,
-            batch_index: index,
-          })),
-        )
-        .execute();
-      batches.push({
-        index,
-        chainTransactionId,
-        transfers: batch.length,
-        total,
-        status: 'signed',
-        signature: payment.signature,
-      });
-    }
-    return { outcome, budget, available, paidTotal, authorCount: shares.length, note, batches, onChain };
+/** Read in the planning transaction, under its lock: no other planner adds batches meanwhile. */
+async function fundBalance(deps: CreatorFundDeps, tx: Tx, platform: PlatformChain): Promise<FundBalance> {
+  const inFlight = await inFlightPayoutTotal(tx);
+  const onChain = await fundChainBalance(deps.rpc, platform);
+  return { onChain, inFlight };
+}
+
+/**
+ * What the epoch pays and to whom. What the fund can pay is its balance on chain less the batches
+ * planned but not yet executed (they will take their tokens when they land). `sent` ones may
+ * already show in the balance: subtracting them too under-pays while they are in flight, never
+ * over-spends.
+ */
+function splitEpochBudget(budget: bigint, fund: FundBalance, payable: readonly AuthorScore[]) {
+  const available = maxBig(0n, fund.onChain - fund.inFlight);
+  const payTotal = available < budget ? available : budget;
+  const shares = splitBudget(payTotal, payable);
+  const outcome: EpochOutcome =
+    payable.length === 0 ? 'no_engagement' : shares.length === 0 ? 'unfunded' : 'planned';
+  const paidTotal = shares.reduce((acc, s) => acc + s.amount, 0n);
+  const note =
+    outcome === 'no_engagement'
+      ? 'no engagement from other accounts in this epoch'
+      : outcome === 'unfunded'
+        ? `the creator fund is empty (${formatNative(fund.onChain)} on chain, ${formatNative(fund.inFlight)} in flight): nothing paid`
+        : paidTotal < budget
+          ? `the creator fund is short: paid ${formatNative(paidTotal)} of the ${formatNative(budget)} budget`
+          : '';
+  return { outcome, budget, available, paidTotal, authorCount: shares.length, note, shares };
+}
+
+/**
+ * Authors whose account exists first, 16 a batch; then those whose account each transfer
+ * creates, 8 a batch (a create takes ~42 bytes of the 1232).
+ */
+function cutPayoutBatches(shares: readonly AuthorShare[], recipients: Recipients): AuthorShare[][] {
+  return [
+    ...cutIntoBatches(
+      shares.filter((s) => !needsAccount(recipients, s.authorId)),
+      TRANSFERS_PER_BATCH,
+    ),
+    ...cutIntoBatches(
+      shares.filter((s) => needsAccount(recipients, s.authorId)),
+      CREATING_TRANSFERS_PER_BATCH,
+    ),
+  ];
+}
+
+/**
+ * One payout batch, written in the planning transaction: its transaction signed (not sent), its
+ * ledger movement, its outbox row, and its batch and payout rows.
+ */
+async function planBatch(
+  deps: CreatorFundDeps,
+  tx: Tx,
+  platform: PlatformChain,
+  {
+    epoch,
+    index,
+    batch,
+    recipients,
+  }: { epoch: EpochWindow; index: number; batch: AuthorShare[]; recipients: Recipients },
+): Promise<EpochPlan['batches'][number]> {
+  const total = batch.reduce((acc, s) => acc + s.amount, 0n);
+  const payment = await signPayoutBatch(
+    deps.rpc,
+    platform,
+    batch.map((s) => ({
+      owner: new PublicKey(recipients.wallets.get(s.authorId)!),
+      amount: s.amount,
+      createAccount: needsAccount(recipients, s.authorId),
+    })),
+    payoutMemo(epoch.start, index),
+  );
+  const legs: Leg[] = [
+    { account: { kind: 'creator_fund', currency: 'native' }, units: -total, counts: 'none' },
+    ...batch.map((s): Leg => ({
+      account: { kind: 'user', accountId: s.authorId, currency: 'native' },
+      units: s.amount,
+      counts: 'earned',
+    })),
+  ];
+  const { movementId } = await recordMovement(tx, {
+    kind: 'fund_payout',
+    legs,
+    pending: 'hold',
+    idempotencyKey: `fund:${epoch.start.toISOString()}:${index}`,
   });
-  if (!planned) return (await loadPlan(deps, epoch.start))!;
+  const chainTransactionId = await insertOutboxPayment(tx, movementId, payment, {
+    type: 'fund.payout',
+    // amount_micro is micro-USD: a native payout moves no dollars. The tokens are in the payload.
+    payload: JSON.stringify({
+      epoch_start: epoch.start.toISOString(),
+      batch_index: index,
+      total_native: total.toString(),
+      transfers: batch.length,
+    }),
+  });
+  await insertPayoutBatch(tx, {
+    epochStart: epoch.start,
+    batchIndex: index,
+    movementId,
+    chainTransactionId,
+    total,
+    payouts: batch,
+  });
+  return {
+    index,
+    chainTransactionId,
+    transfers: batch.length,
+    total,
+    status: 'signed',
+    signature: payment.signature,
+  };
+}
 
+/** The metrics and log lines of an epoch just planned. */
+function reportPlanned(
+  deps: CreatorFundDeps,
+  epoch: EpochWindow,
+  planned: ReturnType<typeof splitEpochBudget> & { batches: EpochPlan['batches'] },
+): void {
   const log = deps.logger.child({ epoch: epoch.start.toISOString() });
   const tokens = (units: bigint) => Number(formatNative(units));
   deps.metrics.creatorFundEpochs.inc({ outcome: planned.outcome });
@@ -294,18 +356,6 @@ export async function planEpoch(deps: CreatorFundDeps, epoch: EpochWindow): Prom
     );
   }
   if (planned.outcome === 'no_engagement') log.info(`creator fund: ${planned.note}`);
-  return {
-    epochStart: epoch.start,
-    epochEnd: epoch.end,
-    outcome: planned.outcome,
-    alreadyPlanned: false,
-    budget: planned.budget,
-    fundAvailable: planned.available,
-    paidTotal: planned.paidTotal,
-    authorCount: planned.authorCount,
-    note: planned.note,
-    batches: planned.batches,
-  };
 }
 
 /** The recorded plan of an epoch, if any. */
@@ -313,26 +363,9 @@ export async function loadPlan(
   deps: Pick<CreatorFundDeps, 'db'>,
   epochStart: Date,
 ): Promise<EpochPlan | undefined> {
-  const row = await deps.db
-    .selectFrom('creator_fund_epochs')
-    .selectAll()
-    .where('epoch_start', '=', epochStart)
-    .executeTakeFirst();
+  const row = await epochRow(deps.db, epochStart);
   if (!row) return undefined;
-  const batches = await deps.db
-    .selectFrom('creator_fund_batches as b')
-    .innerJoin('chain_transactions as ct', 'ct.id', 'b.chain_transaction_id')
-    .select([
-      'b.batch_index',
-      'b.chain_transaction_id',
-      'b.transfers',
-      'b.total',
-      'ct.status',
-      'ct.signature',
-    ])
-    .where('b.epoch_start', '=', epochStart)
-    .orderBy('b.batch_index')
-    .execute();
+  const batches = await epochBatchRows(deps.db, epochStart);
   return {
     epochStart: row.epoch_start,
     epochEnd: row.epoch_end,

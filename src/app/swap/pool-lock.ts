@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { Db } from '../../adapters/postgres/db.js';
+import { withSwapPoolLock } from '../../adapters/postgres/swap-pool-lock.js';
 import { AppError } from '../../domain/errors.js';
 
 /** How long a swap waits for its turn on the pool (in this process and across processes) before 503. */
@@ -64,24 +64,7 @@ export async function withPoolLock<T>(
   try {
     if (!(await settlesWithin(previous, waitMs))) throw busy();
     stopWaiting();
-    return await db.connection().execute(async (connection) => {
-      const key = sql`hashtext(${`ledgerfeed:swap-pool:${pool}`})`;
-      const left = Math.max(1, deadline - Date.now());
-      try {
-        await sql`SET lock_timeout = ${sql.lit(`${left}ms`)}`.execute(connection);
-        await sql`SELECT pg_advisory_lock(${key})`.execute(connection);
-      } catch (error) {
-        if ((error as { code?: string }).code === '55P03') throw busy();
-        throw error;
-      } finally {
-        await sql`RESET lock_timeout`.execute(connection);
-      }
-      try {
-        return await step();
-      } finally {
-        await sql`SELECT pg_advisory_unlock(${key})`.execute(connection);
-      }
-    });
+    return await withSwapPoolLock(db, pool, { deadline, busy }, step);
   } finally {
     stopWaiting();
     release();

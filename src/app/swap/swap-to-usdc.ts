@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql } from 'kysely';
+import { insertSwap, signedSwapPaymentIds, swapById } from '../../adapters/postgres/swaps.repository.js';
 import { USDC_DECIMALS, type PlatformChain, type Signer } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
 import { formatMicroUsd } from '../../domain/money/usd.js';
@@ -114,20 +114,7 @@ export async function swapToUsdc(
         legs: swapLegs(accountId, quote.amountTokens, quote.amountUsdcMicro),
         pending: 'hold',
       },
-      row: (movementId) =>
-        deps.db
-          .insertInto('swaps')
-          .values({
-            id: swapId,
-            account_id: accountId,
-            amount_tokens: quote.amountTokens,
-            fee_tokens: quote.feeTokens,
-            amount_usdc: quote.amountUsdcMicro,
-            reserve_native_before: quote.reservesBefore.nativeUnits,
-            reserve_usdc_before: quote.reservesBefore.usdcMicro,
-            movement_id: movementId,
-          })
-          .returning('id'),
+      row: (movementId) => insertSwap(deps.db, { id: swapId, accountId, quote }, movementId),
       payment,
       event: {
         type: 'swap.created',
@@ -156,11 +143,7 @@ export async function swapToUsdc(
  * swap anew). The quote is priced again from the reserves the row kept: the same numbers.
  */
 async function committedSwap(deps: AwaitPaymentDeps, swapId: string): Promise<SwapResult | undefined> {
-  const swap = await deps.db
-    .selectFrom('swaps')
-    .select(['id', 'amount_tokens', 'reserve_native_before', 'reserve_usdc_before', 'movement_id'])
-    .where('id', '=', swapId)
-    .executeTakeFirstOrThrow();
+  const swap = await swapById(deps.db, swapId);
   const payment = await committedPayment(deps.db, swap.movement_id);
   if (payment.failed) return undefined;
   const quote = quoteSellNative(
@@ -235,12 +218,10 @@ async function previousSwapsExecuted(deps: AwaitPaymentDeps): Promise<void> {
   const deadline = Date.now() + PREVIOUS_SWAP_WAIT_MS;
   let enqueued = false;
   for (;;) {
-    const { rows } = await sql<{ id: string }>`
-      SELECT c.id FROM chain_transactions c JOIN swaps s ON s.movement_id = c.movement_id
-       WHERE c.status = 'signed'`.execute(deps.db);
-    if (rows.length === 0) return;
+    const unexecuted = await signedSwapPaymentIds(deps.db);
+    if (unexecuted.length === 0) return;
     if (!enqueued) {
-      for (const row of rows) await deps.payments.enqueue(row.id);
+      for (const id of unexecuted) await deps.payments.enqueue(id);
       enqueued = true;
     }
     if (Date.now() > deadline) {

@@ -1,6 +1,13 @@
-import { sql } from 'kysely';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
+import {
+  legsOfMovements,
+  markReconciled,
+  unreconciledAgeSeconds,
+  withReconcileRound,
+  type ReconcileCandidateRow,
+  type ReconcileMark,
+} from '../../adapters/postgres/reconciliation.repository.js';
 import {
   stageReconciliationExceptions,
   type ReconciliationException,
@@ -81,17 +88,6 @@ const SETTLING_GRACE_MS = 5_000;
  */
 const toldToFinance = (status: ReconciliationStatus): boolean => isException(status) && status !== 'pending';
 
-interface OutboxRow {
-  id: string;
-  movement_id: string;
-  signature: string;
-  status: string;
-  created_at: Date;
-  movement_created_at: Date;
-  created_at_key: string;
-  reconciled_commitment: 'confirmed' | 'finalized' | null;
-}
-
 /**
  * One round of reconciliation: takes outbox transactions that need a verdict (never checked;
  * checked at confirmed and old enough to be finalized; or, with `since`, everything from then),
@@ -108,31 +104,19 @@ export async function reconcileRound(
 ): Promise<ReconcileRound> {
   const limit = options.limit ?? 500;
   const platform = await deps.bootstrapChain();
-  return deps.db.transaction().execute(async (trx) => {
-    const finalizedBefore = new Date(Date.now() - (options.finalizedRecheckMs ?? FINALIZED_RECHECK_MS));
-    const settlingBefore = new Date(Date.now() - (options.settlingGraceMs ?? SETTLING_GRACE_MS));
-    const { rows } = await sql<OutboxRow>`
-      SELECT c.id, c.movement_id, c.signature, c.status, c.created_at, c.reconciled_commitment,
-             m.created_at AS movement_created_at, c.created_at::text AS created_at_key
-        FROM chain_transactions c JOIN ledger_movements m ON m.id = c.movement_id
-       WHERE ${
-         options.since
-           ? sql`c.created_at >= ${options.since}
-             ${options.until ? sql`AND c.created_at < ${options.until}` : sql``}
-             ${options.after ? sql`AND (c.created_at, c.id) > (${options.after.createdAt}::timestamptz, ${options.after.id}::uuid)` : sql``}`
-           : sql`c.reconciled_commitment IS DISTINCT FROM 'finalized'
-             AND (c.reconciled_commitment IS NULL OR c.reconciled_at < ${finalizedBefore})
-             AND (c.status NOT IN ('signed', 'sent') OR c.created_at < ${settlingBefore})`
-       }
-       -- Rows never checked first, then those checked longest ago: rows judged missing (checked
-       -- every round, never finalized) must not hold back newer rows behind a full round.
-       ORDER BY ${options.since ? sql`` : sql`c.reconciled_at NULLS FIRST,`} c.created_at, c.id
-       LIMIT ${limit}
-         FOR UPDATE OF c SKIP LOCKED`.execute(trx);
+  const claim = {
+    limit,
+    since: options.since,
+    until: options.until,
+    after: options.after,
+    finalizedRecheckMs: options.finalizedRecheckMs ?? FINALIZED_RECHECK_MS,
+    settlingGraceMs: options.settlingGraceMs ?? SETTLING_GRACE_MS,
+  };
+  return withReconcileRound(deps.db, claim, async (rows, trx) => {
     if (rows.length === 0) return { checked: 0, byStatus: {} };
 
     // Each row is fetched at the next commitment it needs: confirmed first, finalized after.
-    const wanted = (row: OutboxRow) =>
+    const wanted = (row: ReconcileCandidateRow) =>
       row.reconciled_commitment === 'confirmed' ? 'finalized' : 'confirmed';
     const fetched = new Map<string, FetchedTransaction | null>();
     for (const commitment of ['confirmed', 'finalized'] as const) {
@@ -156,7 +140,7 @@ export async function reconcileRound(
     const verdicts: Array<Record<string, unknown>> = [];
     const landed: FetchedTransaction[] = [];
     const now = new Date();
-    const marks: Array<{ id: string; commitment: string | null; status: ReconciliationStatus }> = [];
+    const marks: ReconcileMark[] = [];
     const exceptions: ReconciliationException[] = [];
     for (const row of rows) {
       const tx = fetched.get(row.signature) ?? null;
@@ -216,13 +200,7 @@ export async function reconcileRound(
         });
       }
     }
-    // Every row's mark in one statement: a round of hundreds of rows is one round trip.
-    await sql`
-      UPDATE chain_transactions c
-         SET reconciled_commitment = m.commitment, reconciled_status = m.status, reconciled_at = ${now}
-        FROM unnest(${marks.map((m) => m.id)}::uuid[], ${marks.map((m) => m.commitment)}::text[],
-                    ${marks.map((m) => m.status)}::text[]) AS m (id, commitment, status)
-       WHERE c.id = m.id`.execute(trx);
+    await markReconciled(trx, marks, now);
     // Finance's events commit with the marks: a crash before the commit re-checks the rows and
     // stages them again, and the dedupe key keeps one event per signature and verdict.
     await stageReconciliationExceptions(trx, exceptions);
@@ -236,13 +214,8 @@ export async function reconcileRound(
 }
 
 /** Seconds since the oldest outbox transaction not yet reconciled at confirmed was signed. */
-export async function reconciliationLag(db: Db): Promise<number> {
-  const row = await db
-    .selectFrom('chain_transactions')
-    .select(sql<number | null>`extract(epoch FROM now() - min(created_at))::float8`.as('lag'))
-    .where('reconciled_commitment', 'is', null)
-    .executeTakeFirst();
-  return row?.lag ?? 0;
+export function reconciliationLag(db: Db): Promise<number> {
+  return unreconciledAgeSeconds(db);
 }
 
 /**
@@ -283,22 +256,7 @@ async function ledgerDeltas(
   platform: PlatformChain,
   movementIds: readonly string[],
 ): Promise<Map<string, Map<string, bigint>>> {
-  const { rows } = await sql<{
-    movement_id: string;
-    kind: string;
-    currency: string;
-    wallet_address: string | null;
-    amount: bigint;
-  }>`
-    WITH movements AS (
-      SELECT id, id AS original FROM ledger_movements WHERE id = ANY(${movementIds}::uuid[])
-      UNION ALL
-      SELECT id, reverses_id FROM ledger_movements WHERE reverses_id = ANY(${movementIds}::uuid[]))
-    SELECT m.original AS movement_id, a.kind, a.currency, acc.wallet_address, l.amount
-      FROM movements m
-      JOIN ledger_legs l ON l.movement_id = m.id
-      JOIN ledger_accounts a ON a.id = l.ledger_account_id
-      LEFT JOIN accounts acc ON acc.id = a.account_id`.execute(db);
+  const rows = await legsOfMovements(db, movementIds);
   const platformOwners: Record<string, string> = {
     treasury: platform.signers.treasury.publicKey.toBase58(),
     creator_fund: platform.signers.creator_fund.publicKey.toBase58(),

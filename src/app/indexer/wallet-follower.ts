@@ -1,7 +1,12 @@
 import { PublicKey } from '@solana/web3.js';
-import { sql } from 'kysely';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
+import { signaturesKnownToLedger } from '../../adapters/postgres/ledger-signatures.repository.js';
+import { usersWithWallets } from '../../adapters/postgres/user-wallets.repository.js';
+import {
+  advanceWalletCursors,
+  readWalletCursors,
+} from '../../adapters/postgres/wallet-cursors.repository.js';
 import {
   stageReconciliationExceptions,
   type ReconciliationException,
@@ -121,13 +126,7 @@ async function ourWallets(db: Db, platform: PlatformChain): Promise<OurWallets> 
     labels.set(platform.signers[role].publicKey.toBase58(), role);
   }
   const users = new Map<string, string>();
-  const rows = await db
-    .selectFrom('accounts')
-    .select(['id', 'handle', 'wallet_address'])
-    .where('wallet_address', 'is not', null)
-    .execute();
-  for (const { id, handle, wallet_address: wallet } of rows) {
-    if (!wallet) continue;
+  for (const { id, handle, wallet_address: wallet } of await usersWithWallets(db)) {
     users.set(wallet, id);
     labels.set(wallet, `@${handle}`);
   }
@@ -146,11 +145,7 @@ function followedAddresses(platform: PlatformChain, wallets: OurWallets): string
 
 async function withCursors(db: Db, addresses: string[]): Promise<Followed[]> {
   if (addresses.length === 0) return [];
-  const rows = await db
-    .selectFrom('wallet_cursors')
-    .select(['address', 'last_signature', 'last_slot'])
-    .where('address', '=', sql<string>`ANY(${addresses}::text[])`)
-    .execute();
+  const rows = await readWalletCursors(db, addresses);
   const cursors = new Map(rows.map((row) => [row.address, row]));
   return addresses.map((address) => ({
     address,
@@ -214,7 +209,7 @@ async function judgeSignatures(
   wallets: OurWallets,
   signatures: string[],
 ): Promise<Omit<FollowRound, 'addresses'>> {
-  const ours = await causedByLedger(deps.db, signatures);
+  const ours = await signaturesKnownToLedger(deps.db, signatures);
   const unknown = signatures.filter((s) => !ours.has(s));
   const outcome = { signatures: unknown.length, deposits: 0, unexplained: 0 };
   if (unknown.length === 0) return outcome;
@@ -249,23 +244,6 @@ async function judgeSignatures(
   // (signature and verdict) tells finance once.
   await stageReconciliationExceptions(deps.db, exceptions);
   return outcome;
-}
-
-/**
- * The signatures among `signatures` the ledger already accounts for: an outbox transaction (or a
- * signature it replaced when re-signed), or a deposit recorded under `deposit:<signature>`.
- */
-async function causedByLedger(db: Db, signatures: string[]): Promise<Set<string>> {
-  if (signatures.length === 0) return new Set();
-  const { rows } = await sql<{ signature: string }>`
-    SELECT signature FROM chain_transactions WHERE signature = ANY(${signatures}::text[])
-    UNION
-    SELECT replaced FROM chain_transactions, unnest(replaced_signatures) AS replaced
-     WHERE replaced_signatures && ${signatures}::text[] AND replaced = ANY(${signatures}::text[])
-    UNION
-    SELECT substr(idempotency_key, length('deposit:') + 1) FROM ledger_movements
-     WHERE idempotency_key = ANY(${signatures.map((s) => `deposit:${s}`)}::text[])`.execute(db);
-  return new Set(rows.map((row) => row.signature));
 }
 
 type Verdict =
@@ -345,35 +323,17 @@ function unexplainedRow(
 }
 
 /**
- * Moves each address's cursor to its newest signature. Never backwards: a slower concurrent
- * follower finishing late must not make the next round re-read what another already passed.
+ * Moves each address's cursor to its newest signature (never backwards: see advanceWalletCursors).
  */
 async function advanceCursors(db: Db, found: Map<string, SignatureInfo[]>): Promise<void> {
-  const rows = [...found]
+  const cursors = [...found]
     .filter(([, signatures]) => signatures.length > 0)
     .map(([address, signatures]) => ({
       address,
       last_signature: signatures[0]!.signature,
       last_slot: BigInt(signatures[0]!.slot),
-      updated_at: new Date(),
     }));
-  if (rows.length === 0) return;
-  await db
-    .insertInto('wallet_cursors')
-    .values(rows)
-    .onConflict((oc) =>
-      oc
-        .column('address')
-        .doUpdateSet((eb) => ({
-          last_signature: eb.ref('excluded.last_signature'),
-          last_slot: eb.ref('excluded.last_slot'),
-          updated_at: eb.ref('excluded.updated_at'),
-        }))
-        .where(
-          sql<boolean>`wallet_cursors.last_slot IS NULL OR wallet_cursors.last_slot <= excluded.last_slot`,
-        ),
-    )
-    .execute();
+  await advanceWalletCursors(db, cursors);
 }
 
 /** Chain failures that end a call (after its retries) are counted by kind, then rethrown. */

@@ -11,6 +11,7 @@ import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { EVENT_TYPES } from '../src/domain/events/event-types.js';
 import { replaceSignedPayment } from './support/chain-tampering.js';
+import { testChromium } from './support/chromium.js';
 import { depositNative } from './support/deposit.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
@@ -18,15 +19,15 @@ import { until } from './support/until.js';
 import { signatureCount, startWebhookReceiver, verifiedWith } from './support/webhook-receiver.js';
 
 /**
- * The dashboards in a real browser: Debian's headless Chromium driven by playwright-core (never a
- * downloaded browser), against the real service of this file (API, worker role, localnet,
- * Postgres, Redis, chdb). A developer signs up, sees the key once, signs in with it, creates and
- * revokes a key and funds the wallet; as a creator they watch the earnings chart and tables move
- * when others pay to engage; finance finds a tampered payment, drills into it and exports the CSV;
- * the developer adds a webhook endpoint on a loopback receiver and follows its deliveries.
+ * The dashboards in a real browser: headless Chromium driven by playwright-core (never a downloaded
+ * browser; Debian's when installed, else the one inside an npm package: support/chromium.ts),
+ * against the real service of this file (API, worker role, localnet, Postgres, Redis, chdb).
+ * A developer signs up, sees the key once, signs in with it, creates and revokes a key and funds
+ * the wallet; as a creator they watch the earnings chart and tables move when others pay to engage;
+ * finance finds a tampered payment, drills into it and exports the CSV; the developer adds a webhook
+ * endpoint on a loopback receiver and follows its deliveries.
  * Every request the browser makes must go to this server. Screenshots land in test/artifacts/.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = path.resolve('test/artifacts');
 const TIMEOUT = 180_000;
 
@@ -45,19 +46,12 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   h = await openServiceHarness({ RATE_LIMIT_MULTIPLIER: '0' });
   profileDir = mkdtempSync(path.join(tmpdir(), 'lf-chromium-'));
+  const browser = await testChromium();
   context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
+    executablePath: browser.executablePath,
     headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+    args: browser.args,
+    ...(browser.env && { env: browser.env }),
     viewport: { width: 1280, height: 900 },
     acceptDownloads: true,
   });

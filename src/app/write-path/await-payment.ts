@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { outboxStatus } from '../../adapters/postgres/outbox-reads.repository.js';
 import type { PaymentsQueue } from '../../adapters/redis/payments-queue.js';
 import { AppError } from '../../domain/errors.js';
 import type { WritePathDeps } from './write-path-deps.js';
@@ -110,24 +111,16 @@ async function follow(deps: AwaitPaymentDeps, chainTransactionId: string) {
       const recheck = new Promise<'recheck'>((resolve) => (timer = setTimeout(resolve, pause, 'recheck')));
       const signal = await Promise.race([wait.signal, recheck]).finally(() => clearTimeout(timer));
       if (signal === 'recheck') {
-        const stored = await outboxRow(deps, chainTransactionId);
+        const stored = await outboxStatus(deps.db, chainTransactionId);
         if (stored.status === 'signed') continue;
         return stored;
       }
       // 'sent' carries what a read would find; 'done' or the end of the wait: the row says.
       return signal.kind === 'sent'
         ? { status: 'sent' as const, signature: signal.signature }
-        : await outboxRow(deps, chainTransactionId);
+        : await outboxStatus(deps.db, chainTransactionId);
     }
   } finally {
     wait.cancel(); // stops listening; a no-op once the signal came
   }
-}
-
-function outboxRow(deps: WritePathDeps, chainTransactionId: string) {
-  return deps.db
-    .selectFrom('chain_transactions')
-    .select(['status', 'signature'])
-    .where('id', '=', chainTransactionId)
-    .executeTakeFirstOrThrow();
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PublicKey } from '@solana/web3.js';
+import { committedPostRow, insertPost, postAuthorWallet } from '../../adapters/postgres/posts.repository.js';
 import { AppError } from '../../domain/errors.js';
 import { accountCountsKey, postKey, timelineKey, type ChangeKey } from '../change-signals.js';
 import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
@@ -49,14 +50,9 @@ export async function createPaidPost(
   const draft = validatePostDraft(input);
   let referenceAuthor: { id: string; wallet: string } | undefined;
   if (draft.referenceId) {
-    const referenced = await deps.db
-      .selectFrom('posts')
-      .innerJoin('accounts', 'accounts.id', 'posts.author_id')
-      .select(['accounts.id', 'accounts.wallet_address'])
-      .where('posts.id', '=', draft.referenceId)
-      .executeTakeFirst();
+    const referenced = await postAuthorWallet(deps.db, draft.referenceId);
     if (!referenced) throw new AppError('not_found', `No post ${draft.referenceId}`);
-    referenceAuthor = { id: referenced.id, wallet: referenced.wallet_address ?? '' };
+    referenceAuthor = { id: referenced.authorId, wallet: referenced.authorWallet ?? '' };
   }
 
   const legs = paidEngagementLegs(authorId, referenceAuthor?.id);
@@ -82,18 +78,18 @@ export async function createPaidPost(
   const { chainTransactionId, row } = await commitPaidWrite<{ created_at: Date }>(deps.db, {
     movement: { kind: 'post', legs, pending: 'hold' },
     row: (movementId) =>
-      deps.db
-        .insertInto('posts')
-        .values({
+      insertPost(
+        deps.db,
+        {
           id: postId,
-          author_id: authorId,
+          authorId,
           type: draft.type,
           content: draft.content,
-          parent_id: draft.type === 'reply' ? (draft.referenceId ?? null) : null,
-          quoted_post_id: draft.type === 'quote' ? (draft.referenceId ?? null) : null,
-          movement_id: movementId,
-        })
-        .returning('created_at'),
+          parentId: draft.type === 'reply' ? (draft.referenceId ?? null) : null,
+          quotedPostId: draft.type === 'quote' ? (draft.referenceId ?? null) : null,
+        },
+        movementId,
+      ),
     payment,
     event: {
       type: eventType,
@@ -135,20 +131,7 @@ function postShown(deps: WritePathDeps, authorId: string, referenceId: string | 
  * Its change signals go again: the request may have died before sending them.
  */
 async function committedPost(deps: WritePathDeps, postId: string): Promise<CreatedPost | undefined> {
-  const post = await deps.db
-    .selectFrom('posts')
-    .select([
-      'id',
-      'type',
-      'content',
-      'author_id',
-      'parent_id',
-      'quoted_post_id',
-      'created_at',
-      'movement_id',
-    ])
-    .where('id', '=', postId)
-    .executeTakeFirstOrThrow();
+  const post = await committedPostRow(deps.db, postId);
   const payment = await committedPayment(deps.db, post.movement_id);
   if (payment.failed) return undefined;
   const referenceId = post.parent_id ?? post.quoted_post_id;

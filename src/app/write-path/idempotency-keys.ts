@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { Db } from '../../adapters/postgres/db.js';
+import { deleteExpiredIdempotencyKeys } from '../../adapters/postgres/idempotency-purge.repository.js';
 import type {
   IdempotentResourceKind,
   KeyOwner,
@@ -18,12 +18,7 @@ export const IDEMPOTENCY_PURGE_BATCH = 1_000;
  * waiting on each other or on a request that is reusing an expired key right now.
  */
 export async function purgeExpiredIdempotencyKeys(db: Db, batch = IDEMPOTENCY_PURGE_BATCH): Promise<number> {
-  const { numAffectedRows } = await sql`
-    DELETE FROM idempotency_keys WHERE ctid IN (
-      SELECT ctid FROM idempotency_keys
-       WHERE created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})
-       LIMIT ${batch} FOR UPDATE SKIP LOCKED)`.execute(db);
-  return Number(numAffectedRows ?? 0n);
+  return deleteExpiredIdempotencyKeys(db, IDEMPOTENCY_KEY_TTL_HOURS, batch);
 }
 
 /**

@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { Db } from '../../adapters/postgres/db.js';
+import { setLikeRow } from '../../adapters/postgres/likes.repository.js';
 import { postKey, type ChangeSignals } from '../change-signals.js';
 import {
   likeEventType,
@@ -33,10 +33,7 @@ export async function setLike(
   liked: boolean,
 ): Promise<LikeChange> {
   const postId = parsePostId(rawPostId);
-  const { rows } = await sql<{ like_changed: boolean; post_like_count: number }>`
-    SELECT like_changed, post_like_count
-      FROM set_like(${accountId}, ${postId}, ${liked}, ${likeEventType(liked)})`.execute(deps.db);
-  const [row] = rows;
+  const row = await setLikeRow(deps.db, { accountId, postId, liked, eventType: likeEventType(liked) });
   if (!row) throw unknownPost(postId);
   if (row.like_changed) deps.changes.changed(postKey(postId)); // its like count
   return { liked, likeCount: row.post_like_count, postId, changed: row.like_changed };

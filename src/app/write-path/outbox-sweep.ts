@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { Db } from '../../adapters/postgres/db.js';
+import { unfinishedOutboxRows } from '../../adapters/postgres/outbox-reads.repository.js';
 import type { PaymentsQueue, Resubmitted } from '../../adapters/redis/payments-queue.js';
 
 /**
@@ -44,18 +44,7 @@ export async function sweepOutbox(
   options: { minAgeMs?: number; batch?: number } = {},
 ): Promise<SweepResult> {
   const { minAgeMs = SWEEP_MIN_AGE_MS, batch = SWEEP_BATCH } = options;
-  let query = deps.db
-    .selectFrom('chain_transactions')
-    .select(['id', sql<string>`created_at::text`.as('cursor_at')])
-    // Exactly the predicate of the partial index chain_transactions_unfinished (created_at).
-    .where('status', 'in', ['signed', 'sent'])
-    .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${minAgeMs / 1000})`);
-  if (after) {
-    query = query.where(
-      sql<boolean>`(created_at, id) > (${after.createdAt}::timestamptz, ${after.id}::uuid)`,
-    );
-  }
-  const rows = await query.orderBy('created_at').orderBy('id').limit(batch).execute();
+  const rows = await unfinishedOutboxRows(deps.db, { after, minAgeMs, limit: batch });
   const outcomes = await Promise.allSettled(rows.map((row) => deps.payments.resubmit(row.id)));
   const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
   // Redis down: the whole round fails and the loop backs off; the cursor stays where it was.

@@ -1,6 +1,5 @@
-import type { Selectable } from 'kysely';
-import type { ChainTransactionsTable } from '../../adapters/postgres/database.js';
 import type { Db } from '../../adapters/postgres/db.js';
+import type { OutboxRow } from '../../adapters/postgres/outbox-reads.repository.js';
 import {
   confirmOutboxPayments,
   markOutboxSent,
@@ -16,7 +15,7 @@ import {
  */
 export interface OutboxWrites {
   /** The row, read fresh (throws when it does not exist). */
-  read(id: string): Promise<Selectable<ChainTransactionsTable>>;
+  read(id: string): Promise<OutboxRow>;
   markSent(row: OutboxLanding): Promise<void>;
   confirm(row: OutboxLanding): Promise<void>;
 }

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { PublicKey } from '@solana/web3.js';
-import type { Db } from '../../adapters/postgres/db.js';
 import { recordMovement } from '../../adapters/postgres/ledger.repository.js';
+import { postAuthorWallet } from '../../adapters/postgres/posts.repository.js';
+import {
+  committedRepostRow,
+  deleteRepost,
+  existingRepost,
+  insertRepost,
+} from '../../adapters/postgres/reposts.repository.js';
+import { inTransaction } from '../../adapters/postgres/unit-of-work.js';
 import type { PlatformChain } from '../../adapters/solana/index.js';
 import { paidEngagementLegs, type Leg } from '../../domain/ledger/ledger.js';
 import { alreadyReposted, parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
@@ -52,12 +59,7 @@ export async function repostPost(
   const committed = resumed ? await committedRepost(deps, resumed) : undefined;
   if (committed) return committed;
   const postId = parsePostId(rawPostId);
-  const original = await deps.db
-    .selectFrom('posts')
-    .innerJoin('accounts', 'accounts.id', 'posts.author_id')
-    .select(['accounts.id as authorId', 'accounts.wallet_address as authorWallet'])
-    .where('posts.id', '=', postId)
-    .executeTakeFirst();
+  const original = await postAuthorWallet(deps.db, postId);
   if (!original) throw unknownPost(postId);
   const previous = await existingRepost(deps.db, reposterId, postId);
   if (previous && previous.status !== 'failed') throw alreadyReposted(postId);
@@ -76,18 +78,15 @@ export async function repostPost(
 
   const cost = -legs[0]!.units;
   try {
-    const created = await deps.db.transaction().execute(async (trx) => {
-      const { movementId } = await recordMovement(trx, { kind: 'repost', legs, pending: 'hold' });
+    const created = await inTransaction(deps.db, async (tx) => {
+      const { movementId } = await recordMovement(tx, { kind: 'repost', legs, pending: 'hold' });
       if (previous) {
         // Its payment failed and was reversed: the row makes way for this attempt.
-        await trx.deleteFrom('reposts').where('id', '=', previous.id).execute();
+        await deleteRepost(tx, previous.id);
       }
-      await trx
-        .insertInto('reposts')
-        .values({ id: repostId, reposter_id: reposterId, post_id: postId, movement_id: movementId })
-        .execute();
+      await insertRepost(tx, { id: repostId, reposterId, postId, movementId });
       const chainTxId = await insertOutboxPayment(
-        trx,
+        tx,
         movementId,
         payment,
         {
@@ -126,11 +125,7 @@ export async function repostPost(
  * before sending them).
  */
 async function committedRepost(deps: WritePathDeps, repostId: string): Promise<CreatedRepost | undefined> {
-  const repost = await deps.db
-    .selectFrom('reposts')
-    .select(['id', 'reposter_id', 'post_id', 'movement_id'])
-    .where('id', '=', repostId)
-    .executeTakeFirst();
+  const repost = await committedRepostRow(deps.db, repostId);
   if (!repost) return undefined;
   const payment = await committedPayment(deps.db, repost.movement_id);
   if (payment.failed) return undefined;
@@ -142,17 +137,6 @@ async function committedRepost(deps: WritePathDeps, repostId: string): Promise<C
     chainTransactionId: payment.chainTransactionId,
     swapTx: payment.swapTx,
   };
-}
-
-/** The account's repost of the post, with the state of its payment. */
-async function existingRepost(db: Db, reposterId: string, postId: string) {
-  return db
-    .selectFrom('reposts')
-    .innerJoin('chain_transactions', 'chain_transactions.movement_id', 'reposts.movement_id')
-    .select(['reposts.id', 'chain_transactions.status'])
-    .where('reposts.reposter_id', '=', reposterId)
-    .where('reposts.post_id', '=', postId)
-    .executeTakeFirst();
 }
 
 /** The wallet a credited leg pays on chain: the treasury, or the original author. */

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { PublicKey } from '@solana/web3.js';
+import {
+  accountByHandle,
+  accountHandle,
+  committedSendRow,
+  insertSend,
+} from '../../adapters/postgres/sends.repository.js';
 import { MAX_MEMO_BYTES } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
 import { sendLegs } from '../../domain/ledger/ledger.js';
@@ -46,16 +52,8 @@ export async function sendUsdc(
   const committed = resumed ? await committedSend(deps, resumed) : undefined;
   if (committed) return committed;
   const draft = validateSendDraft(input);
-  const sender = await deps.db
-    .selectFrom('accounts')
-    .select(['handle'])
-    .where('id', '=', senderId)
-    .executeTakeFirstOrThrow();
-  const recipient = await deps.db
-    .selectFrom('accounts')
-    .select(['id', 'handle', 'wallet_address'])
-    .where('handle', '=', draft.toHandle)
-    .executeTakeFirst();
+  const senderHandle = await accountHandle(deps.db, senderId);
+  const recipient = await accountByHandle(deps.db, draft.toHandle);
   if (!recipient) throw new AppError('not_found', `No account @${draft.toHandle}`, { field: 'to_handle' });
   if (recipient.id === senderId) {
     throw new AppError('invalid_request', 'to_handle must be another account: you cannot send to yourself', {
@@ -89,17 +87,17 @@ export async function sendUsdc(
   const { chainTransactionId, row } = await commitPaidWrite<{ created_at: Date }>(deps.db, {
     movement: { kind: 'send', legs, pending: 'hold' },
     row: (movementId) =>
-      deps.db
-        .insertInto('sends')
-        .values({
+      insertSend(
+        deps.db,
+        {
           id: sendId,
-          sender_id: senderId,
-          recipient_id: recipient.id,
-          amount_micro: draft.amountMicro,
+          senderId,
+          recipientId: recipient.id,
+          amountMicro: draft.amountMicro,
           memo: draft.memo,
-          movement_id: movementId,
-        })
-        .returning('created_at'),
+        },
+        movementId,
+      ),
     payment,
     event: {
       type: 'send.created',
@@ -111,7 +109,7 @@ export async function sendUsdc(
   });
   return {
     id: sendId,
-    fromHandle: sender.handle,
+    fromHandle: senderHandle,
     toHandle: recipient.handle,
     amountMicro: draft.amountMicro,
     memo: draft.memo,
@@ -126,21 +124,7 @@ export async function sendUsdc(
  * undefined when its payment failed on chain and was reversed (nothing stayed charged: send anew).
  */
 async function committedSend(deps: WritePathDeps, sendId: string): Promise<CreatedSend | undefined> {
-  const send = await deps.db
-    .selectFrom('sends')
-    .innerJoin('accounts as sender', 'sender.id', 'sends.sender_id')
-    .innerJoin('accounts as recipient', 'recipient.id', 'sends.recipient_id')
-    .select([
-      'sends.id',
-      'sends.amount_micro',
-      'sends.memo',
-      'sends.created_at',
-      'sends.movement_id',
-      'sender.handle as fromHandle',
-      'recipient.handle as toHandle',
-    ])
-    .where('sends.id', '=', sendId)
-    .executeTakeFirstOrThrow();
+  const send = await committedSendRow(deps.db, sendId);
   const payment = await committedPayment(deps.db, send.movement_id);
   if (payment.failed) return undefined;
   return {

@@ -1,7 +1,8 @@
-import type { Transaction } from 'kysely';
-import type { Database } from '../../adapters/postgres/database.js';
 import { movementLegs, recordMovement } from '../../adapters/postgres/ledger.repository.js';
 import { markOutboxFailed, recordOutboxResigned } from '../../adapters/postgres/outbox.repository.js';
+import { paidContentOfMovement } from '../../adapters/postgres/posts.repository.js';
+import type { Tx } from '../../adapters/postgres/tx.js';
+import { inTransaction } from '../../adapters/postgres/unit-of-work.js';
 import { isAlreadyProcessed, type ChainError, type SignedForSend } from '../../adapters/solana/index.js';
 import { reversalLegs } from '../../domain/ledger/ledger.js';
 import { accountCountsKey, postKey, timelineKey, type ChangeKey } from '../change-signals.js';
@@ -120,11 +121,11 @@ async function reverse(
   movementId: string,
   failure: Record<string, unknown>,
 ) {
-  const hidden = await deps.db.transaction().execute(async (trx) => {
-    const marked = await markOutboxFailed(trx, rowId, failure);
+  const hidden = await inTransaction(deps.db, async (tx) => {
+    const marked = await markOutboxFailed(tx, rowId, failure);
     if (!marked) return []; // another worker settled it
-    const legs = await movementLegs(trx, movementId);
-    await recordMovement(trx, {
+    const legs = await movementLegs(tx, movementId);
+    await recordMovement(tx, {
       kind: 'reversal',
       legs: reversalLegs(legs),
       reverses: movementId,
@@ -132,7 +133,7 @@ async function reverse(
       // Credits a vanished payment could not hold again are taken from the spendable balance.
       ...(marked.creditsHeld ? { pending: 'unhold' as const } : {}),
     });
-    return shownChangesOf(trx, movementId);
+    return shownChangesOf(tx, movementId);
   });
   deps.changes.changed(...hidden);
 }
@@ -142,23 +143,14 @@ async function reverse(
  * replied to or quoted, its author's timeline and post count) or its repost (the reposted post's
  * count, the reposter's timeline). A send, swap or payout shows in no cached read: nothing.
  */
-async function shownChangesOf(trx: Transaction<Database>, movementId: string): Promise<ChangeKey[]> {
+async function shownChangesOf(tx: Tx, movementId: string): Promise<ChangeKey[]> {
   const keys: ChangeKey[] = [];
-  const post = await trx
-    .selectFrom('posts')
-    .select(['id', 'author_id', 'parent_id', 'quoted_post_id'])
-    .where('movement_id', '=', movementId)
-    .executeTakeFirst();
+  const { post, repost } = await paidContentOfMovement(tx, movementId);
   if (post) {
     keys.push(postKey(post.id), accountCountsKey(post.author_id), timelineKey(post.author_id));
     const reference = post.parent_id ?? post.quoted_post_id;
     if (reference) keys.push(postKey(reference));
   }
-  const repost = await trx
-    .selectFrom('reposts')
-    .select(['post_id', 'reposter_id'])
-    .where('movement_id', '=', movementId)
-    .executeTakeFirst();
   if (repost) keys.push(postKey(repost.post_id), timelineKey(repost.reposter_id));
   return keys;
 }

@@ -1,6 +1,7 @@
-import { Transaction } from '@solana/web3.js';
+import { accountIdOfWallet } from '../../adapters/postgres/custodial-wallets.repository.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import type { Keystore, PlatformChain, Signer } from '../../adapters/solana/index.js';
+import { requiredSignerKeys } from '../../adapters/solana/payment-signing.js';
 import { walletSigner } from './payment-transaction.js';
 
 /**
@@ -15,21 +16,16 @@ export async function requiredSigners(
   platform: PlatformChain,
   wire: Buffer,
 ): Promise<Signer[]> {
-  const message = Transaction.from(wire).compileMessage();
-  const required = message.accountKeys.slice(0, message.header.numRequiredSignatures);
+  const required = requiredSignerKeys(wire);
   const platformSigners = Object.values(platform.signers);
   return Promise.all(
     required.map(async (key) => {
       const own = platformSigners.find((signer) => signer.publicKey.equals(key));
       if (own) return own;
-      const account = await deps.db
-        .selectFrom('accounts')
-        .select('id')
-        .where('wallet_address', '=', key.toBase58())
-        .executeTakeFirst();
-      if (!account)
+      const accountId = await accountIdOfWallet(deps.db, key.toBase58());
+      if (!accountId)
         throw new Error(`no signer of ours for ${key.toBase58()}, required by a stored transaction`);
-      return walletSigner(deps.db, deps.keystore, account.id);
+      return walletSigner(deps.db, deps.keystore, accountId);
     }),
   );
 }

@@ -1,6 +1,10 @@
-import { sql } from 'kysely';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
+import {
+  engagersPaymentStates,
+  openTransactionsAndUnshippedEvents,
+  paidEngagementInFlightOrFailed,
+} from '../../adapters/postgres/epoch-engagement.repository.js';
 import type { EngagementCounts, EpochWindow } from '../../domain/payouts/creator-fund-rules.js';
 
 /**
@@ -102,15 +106,7 @@ export async function unpaidEngagement(
   db: Db,
   epoch: EpochWindow,
 ): Promise<{ failedEventIds: string[]; unsettled: number }> {
-  const { rows } = await sql<{ id: string; status: string }>`
-    SELECT e.id, c.status
-      FROM domain_events e
-      LEFT JOIN posts p ON e.type IN ('post.replied', 'post.quoted') AND p.id = e.post_id
-      LEFT JOIN reposts r ON e.type = 'post.reposted' AND r.id = (e.payload->>'repost_id')::uuid
-      JOIN chain_transactions c ON c.movement_id = coalesce(p.movement_id, r.movement_id)
-     WHERE e.type IN ('post.replied', 'post.quoted', 'post.reposted')
-       AND e.occurred_at >= ${epoch.start} AND e.occurred_at < ${epoch.end}
-       AND c.status IN ('failed', 'signed', 'sent')`.execute(db);
+  const rows = await paidEngagementInFlightOrFailed(db, epoch);
   return {
     failedEventIds: rows.filter((r) => r.status === 'failed').map((r) => r.id),
     unsettled: rows.filter((r) => r.status !== 'failed').length,
@@ -133,14 +129,7 @@ export async function payingEngagers(
   end: Date,
 ): Promise<{ paying: Set<string>; unsettled: number }> {
   if (engagerIds.length === 0) return { paying: new Set(), unsettled: 0 };
-  const paid = (statuses: readonly string[]) => sql<boolean>`(
-    EXISTS (SELECT 1 FROM posts p JOIN chain_transactions c ON c.movement_id = p.movement_id
-             WHERE p.author_id = e.id AND p.created_at < ${end} AND c.status = ANY(${statuses}::text[]))
-    OR EXISTS (SELECT 1 FROM reposts r JOIN chain_transactions c ON c.movement_id = r.movement_id
-             WHERE r.reposter_id = e.id AND r.created_at < ${end} AND c.status = ANY(${statuses}::text[])))`;
-  const { rows } = await sql<{ id: string; settled: boolean; in_flight: boolean }>`
-    SELECT e.id, ${paid(['confirmed', 'finalized'])} AS settled, ${paid(['signed', 'sent'])} AS in_flight
-      FROM unnest(${[...engagerIds]}::uuid[]) AS e(id)`.execute(db);
+  const rows = await engagersPaymentStates(db, engagerIds, end);
   return {
     paying: new Set(rows.filter((r) => r.settled).map((r) => r.id)),
     unsettled: rows.filter((r) => !r.settled && r.in_flight).length,
@@ -161,16 +150,7 @@ export async function payingEngagers(
  * reads NULL and (1) would pass too early: a deployment requirement, documented in docs/money.md (creator fund).
  */
 export async function eventsShippedThrough(db: Db, end: Date): Promise<boolean> {
-  const { rows } = await sql<{ open: string; unshipped: string; now: Date }>`
-    SELECT
-      (SELECT count(*) FROM pg_stat_activity
-        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
-          AND xact_start IS NOT NULL AND xact_start < ${end})::text AS open,
-      (SELECT count(*) FROM domain_events e, shipper_cursors c
-        WHERE c.stream = 'events' AND (e.txid, e.seq) > (c.last_txid, c.last_seq)
-          AND e.occurred_at < ${end})::text AS unshipped,
-      now() AS now`.execute(db);
-  const row = rows[0];
+  const row = await openTransactionsAndUnshippedEvents(db, end);
   if (!row || row.now < end) return false;
   return row.open === '0' && row.unshipped === '0';
 }

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { earnedLegTotals, epochSummaryRows } from '../../adapters/postgres/creator-fund-reads.repository.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import { AppError } from '../../domain/errors.js';
 
@@ -27,34 +27,7 @@ export async function listEpochs(db: Db, limit: number): Promise<EpochView[]> {
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_EPOCHS_PAGE) {
     throw new AppError('invalid_request', `limit must be 1 to ${MAX_EPOCHS_PAGE}`, { field: 'limit' });
   }
-  const { rows } = await sql<{
-    epoch_start: Date;
-    epoch_end: Date;
-    budget: bigint;
-    fund_available: bigint;
-    author_count: number;
-    outcome: 'planned' | 'no_engagement' | 'unfunded';
-    note: string;
-    paid_total: bigint;
-    failed_total: string;
-    batches: number;
-    open: number;
-    failed: number;
-    signatures: string[] | null;
-  }>`
-    SELECT e.epoch_start, e.epoch_end, e.budget, e.fund_available, e.author_count, e.outcome, e.note,
-           e.paid_total,
-           coalesce(sum(b.total) FILTER (WHERE ct.status = 'failed'), 0)::text AS failed_total,
-           count(b.batch_index)::int AS batches,
-           count(*) FILTER (WHERE ct.status IN ('signed', 'sent'))::int AS open,
-           count(*) FILTER (WHERE ct.status = 'failed')::int AS failed,
-           array_agg(ct.signature ORDER BY b.batch_index) FILTER (WHERE ct.signature IS NOT NULL) AS signatures
-      FROM creator_fund_epochs e
-      LEFT JOIN creator_fund_batches b ON b.epoch_start = e.epoch_start
-      LEFT JOIN chain_transactions ct ON ct.id = b.chain_transaction_id
-     GROUP BY e.epoch_start
-     ORDER BY e.epoch_start DESC
-     LIMIT ${limit}`.execute(db);
+  const rows = await epochSummaryRows(db, limit);
   return rows.map((row) => ({
     start: row.epoch_start,
     end: row.epoch_end,
@@ -93,15 +66,7 @@ export interface Earnings {
  * were reversed), so failed rows and reversals are left out.
  */
 export async function accountEarnings(db: Db, accountId: string): Promise<Earnings> {
-  const { rows } = await sql<{ currency: 'usdc' | 'native'; settled: string; pending: string }>`
-    SELECT la.currency,
-           coalesce(sum(l.amount) FILTER (WHERE ct.status IN ('confirmed', 'finalized')), 0)::text AS settled,
-           coalesce(sum(l.amount) FILTER (WHERE ct.status IN ('signed', 'sent')), 0)::text AS pending
-      FROM ledger_accounts la
-      JOIN ledger_legs l ON l.ledger_account_id = la.id
-      JOIN chain_transactions ct ON ct.movement_id = l.movement_id
-     WHERE la.account_id = ${accountId}::uuid AND l.counts = 'earned'
-     GROUP BY la.currency`.execute(db);
+  const rows = await earnedLegTotals(db, accountId);
   const of = (currency: 'usdc' | 'native') => rows.find((row) => row.currency === currency);
   return {
     directSettledMicro: BigInt(of('usdc')?.settled ?? '0'),

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import { sql } from 'kysely';
 import type { Db } from '../../adapters/postgres/db.js';
+import { trendingCandidates } from '../../adapters/postgres/trending-candidates.repository.js';
 import { AppError } from '../../domain/errors.js';
 import { trendingScore } from '../../domain/feed/trending-score.js';
 import { decodeSignedCursor, encodeSignedCursor } from '../../domain/pagination/signed-cursor.js';
@@ -56,24 +56,7 @@ export async function buildTrendingSnapshot(deps: TrendingDeps): Promise<number 
   const locked = await deps.redis.set(k.lock, String(process.pid), 'PX', BUILD_LOCK_MS, 'NX');
   if (locked !== 'OK') return undefined;
   try {
-    // The counts stored on each post (shown replies, quotes and reposts; every like): one range
-    // scan of the shown posts' index, no engagement row read.
-    const { rows } = await sql<{
-      id: string;
-      age_hours: number;
-      likes: number;
-      replies: number;
-      quotes: number;
-      reposts: number;
-    }>`
-      SELECT p.id,
-             extract(epoch FROM now() - p.created_at)::float8 / 3600 AS age_hours,
-             p.like_count AS likes, p.reply_count AS replies,
-             p.quote_count AS quotes, p.repost_count AS reposts
-        FROM posts p
-       WHERE NOT p.failed AND p.created_at > now() - make_interval(days => ${CANDIDATE_DAYS})`.execute(
-      deps.db,
-    );
+    const rows = await trendingCandidates(deps.db, CANDIDATE_DAYS);
     const ranked = rows
       .map((row) => ({ id: row.id, score: trendingScore(row, row.age_hours) }))
       .sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : -1))

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { typedRoutes } from './typed-routes.js';
 import { createAccount } from '../../domain/accounts/accounts.service.js';
 import { createApiKey } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
@@ -9,7 +10,7 @@ import { NO_MONEY, ownProfileView } from './views.js';
 
 /** Open sign-up: an account, its custodial wallet and its first API key (shown this once). */
 export function registerAccountRoutes(api: FastifyInstance, deps: ApiDeps): void {
-  api.post<{ Body: { handle: string; display_name?: string } }>(
+  typedRoutes(api).post(
     '/accounts',
     {
       config: { bucket: 'signup' },

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { typedRoutes } from './typed-routes.js';
 import { likePost, publishRepost } from '../../app/write-path/paid-writes.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { authErrors, errorBody, insufficientBalanceBody, postIdParams, pendingStatus } from './schemas.js';
@@ -36,7 +37,7 @@ const likeState = {
  * unlikes together).
  */
 export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): void {
-  api.post<{ Params: { id: string } }>(
+  typedRoutes(api).post(
     '/posts/:id/repost',
     {
       config: { scope: 'engage', bucket: 'repost', idempotent: true },

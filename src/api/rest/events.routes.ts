@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { typedRoutes } from './typed-routes.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import type { StreamSlots } from '../stream-slots.js';
 import { eventCursor, eventPage, followEvents } from '../../app/events/account-events.js';
@@ -61,7 +62,7 @@ const HEARTBEAT_MS = 15_000;
  * GraphQL subscriptions) and is cut when its key is revoked.
  */
 export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps, streams: StreamSlots): void {
-  api.get<{ Querystring: { after?: string; limit?: string } }>(
+  typedRoutes(api).get(
     '/events',
     {
       config: { scope: 'read', bucket: 'read' },
@@ -78,7 +79,7 @@ export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps, streams
     },
   );
 
-  api.get<{ Querystring: { after?: string }; Headers: { 'last-event-id'?: string } }>(
+  typedRoutes(api).get(
     '/events/stream',
     {
       config: { scope: 'read', bucket: 'read' },
@@ -95,7 +96,11 @@ export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps, streams
     },
     async (request, reply) => {
       // Checked before the stream opens: a bad cursor is a JSON 400, not a broken stream.
-      const after = eventCursor(request.headers['last-event-id'] ?? request.query.after);
+      const lastEventId = request.headers['last-event-id'];
+      // Sent twice, the header is an array: the first counts.
+      const after = eventCursor(
+        (Array.isArray(lastEventId) ? lastEventId[0] : lastEventId) ?? request.query.after,
+      );
       const accountId = request.viewer!.accountId;
       // Counted with the account's GraphQL subscriptions, and cut when its key is revoked.
       const refused = streams.hold(

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { typedRoutes } from './typed-routes.js';
 import { getPost } from '../../app/feed/post-reads.js';
 import { userTimeline } from '../../app/feed/user-timeline.js';
 import type { ApiDeps } from '../../app/api-deps.js';
@@ -9,8 +10,6 @@ import { feedItem, pageQuery, postPage, singlePost, timelineItem } from './post-
 import { singlePostView, timelineItemView } from './post-views.js';
 import { authErrors, errorBody, handleParams, postIdParams } from './schemas.js';
 
-type PageQuery = { limit?: string; cursor?: string };
-
 /**
  * The read path (issue #7): the global feed, one post with its thread context, and a profile's
  * timeline. All need `read` and spend the `read` bucket. Posts whose payment failed on chain are
@@ -19,7 +18,7 @@ type PageQuery = { limit?: string; cursor?: string };
  * answered by feed-front.ts before this route.
  */
 export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPages: FeedPages): void {
-  api.get<{ Querystring: PageQuery & { sort?: string } }>(
+  typedRoutes(api).get(
     '/feed',
     {
       config: { scope: 'read', bucket: 'read' },
@@ -45,7 +44,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPage
     },
   );
 
-  api.get<{ Params: { id: string } }>(
+  typedRoutes(api).get(
     '/posts/:id',
     {
       config: { scope: 'read', bucket: 'read' },
@@ -59,7 +58,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPage
     async (request) => singlePostView(await getPost(readDepsOf(deps), request.params.id), baseUrlOf(request)),
   );
 
-  api.get<{ Params: { handle: string }; Querystring: PageQuery }>(
+  typedRoutes(api).get(
     '/users/:handle/posts',
     {
       config: { scope: 'read', bucket: 'read' },

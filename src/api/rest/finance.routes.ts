@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { typedRoutes } from './typed-routes.js';
 import {
   parseDay,
   reconciliationExceptions,
@@ -35,7 +36,7 @@ const CSV_COLUMNS = [
  * day as CSV (one row per ledger movement), the proof finance files.
  */
 export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void {
-  api.get(
+  typedRoutes(api).get(
     '/finance/reconciliation',
     {
       config: { scope: 'read', bucket: 'read' },
@@ -53,7 +54,7 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
     async (request, reply) => {
       const viewer = request.viewer!;
       requireFinance(viewer, 'The reconciliation report');
-      const day = parseDay((request.query as { date: string }).date, 'date');
+      const day = parseDay(request.query.date, 'date');
       const wantsCsv = /\btext\/csv\b/.test(request.headers.accept ?? '');
       const { rows } = await reconciliationExceptions(deps, {
         day,

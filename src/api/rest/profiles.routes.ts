@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { typedRoutes } from './typed-routes.js';
 import { findByHandle, requireAccount, updateProfile } from '../../domain/accounts/accounts.service.js';
 import { follow, unfollow } from '../../domain/follows/follows.service.js';
 import type { ApiDeps } from '../../app/api-deps.js';
@@ -36,7 +37,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     },
   );
 
-  api.patch<{ Body: Record<string, unknown> }>(
+  typedRoutes(api).patch(
     '/me/profile',
     {
       config: { scope: 'read', bucket: 'read' },
@@ -63,7 +64,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
       },
     },
     async (request) => {
-      const body = request.body as { handle?: string; display_name?: string; bio?: string };
+      const { body } = request;
       const account = await updateProfile(deps, request.viewer!, {
         handle: body.handle,
         displayName: body.display_name,
@@ -73,7 +74,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     },
   );
 
-  api.get<{ Params: { handle: string } }>(
+  typedRoutes(api).get(
     '/users/:handle',
     {
       config: { scope: 'read', bucket: 'read' },
@@ -97,7 +98,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     ...authErrors,
   } as const;
 
-  api.post<{ Params: { handle: string } }>(
+  typedRoutes(api).post(
     '/users/:handle/follow',
     {
       config: { scope: 'engage', bucket: 'like' },
@@ -114,7 +115,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     },
   );
 
-  api.delete<{ Params: { handle: string } }>(
+  typedRoutes(api).delete(
     '/users/:handle/follow',
     {
       config: { scope: 'engage', bucket: 'like' },

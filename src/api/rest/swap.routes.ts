@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { typedRoutes } from './typed-routes.js';
 import { quoteSwap, swapToUsdc } from '../../app/swap/swap-to-usdc.js';
 import { MAX_SWAP_TOKENS } from '../../domain/swap/swap-rules.js';
 import { SWAP_FEE_BPS, type SwapQuote } from '../../domain/swap/constant-product.js';
@@ -128,7 +129,7 @@ export function registerSwapRoutes(api: FastifyInstance, deps: ApiDeps): void {
     },
   );
 
-  api.get<{ Querystring: { amount_tokens: string } }>(
+  typedRoutes(api).get(
     '/swap-quote',
     {
       config: { scope: 'read', bucket: 'read' },

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { typedRoutes } from './typed-routes.js';
 import {
   paymentBySwapTx,
   transactionHistory,
@@ -127,7 +128,7 @@ export function registerTransactionRoutes(
   api: FastifyInstance,
   deps: ApiDeps & TransactionHistoryAppDeps,
 ): void {
-  api.get<{ Querystring: { limit?: string; cursor?: string } }>(
+  typedRoutes(api).get(
     '/me/transactions',
     {
       config: { scope: 'read', bucket: 'read' },
@@ -149,7 +150,7 @@ export function registerTransactionRoutes(
     },
   );
 
-  api.get<{ Params: { swap_tx: string } }>(
+  typedRoutes(api).get(
     '/payments/:swap_tx',
     {
       config: { scope: 'read', bucket: 'read' },

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { typedRoutes } from './typed-routes.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import {
   createWebhook,
@@ -195,7 +196,7 @@ function deliveryView(d: WebhookDelivery) {
 export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void {
   const tags = ['webhooks'];
 
-  api.post<{ Body: { url: string; events?: string[] } }>(
+  typedRoutes(api).post(
     '/webhooks',
     {
       config: { scope: 'read', bucket: 'webhooks' },
@@ -233,7 +234,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     async (request) => ({ webhooks: (await listWebhooks(deps, request.viewer!)).map(endpointView) }),
   );
 
-  api.delete<{ Params: { id: string } }>(
+  typedRoutes(api).delete(
     '/webhooks/:id',
     {
       config: { scope: 'read', bucket: 'webhooks' },
@@ -250,7 +251,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     },
   );
 
-  api.post<{ Params: { id: string } }>(
+  typedRoutes(api).post(
     '/webhooks/:id/rotate-secret',
     {
       config: { scope: 'read', bucket: 'webhooks' },
@@ -287,7 +288,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     },
   );
 
-  api.post<{ Params: { id: string } }>(
+  typedRoutes(api).post(
     '/webhooks/:id/enable',
     {
       config: { scope: 'read', bucket: 'webhooks' },
@@ -301,7 +302,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     async (request) => endpointView(await enableWebhook(deps, request.viewer!, request.params.id)),
   );
 
-  api.get<{ Params: { id: string }; Querystring: { limit?: string; cursor?: string } }>(
+  typedRoutes(api).get(
     '/webhooks/:id/deliveries',
     {
       config: { scope: 'read', bucket: 'read' },
@@ -339,7 +340,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     },
   );
 
-  api.post<{ Params: { id: string }; Body: { after?: string | number } | null | undefined }>(
+  typedRoutes(api).post(
     '/webhooks/:id/replay',
     {
       config: { scope: 'read', bucket: 'webhooks' },

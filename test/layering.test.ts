@@ -81,7 +81,46 @@ const allImports = ['src', 'workers'].flatMap((folder) =>
   sourceFiles(folder).flatMap((file) => importsOf(file, readFileSync(file, 'utf8'))),
 );
 
+/**
+ * Storage in the use cases: a Kysely import, a SQL template or a query builder call. SQL lives in
+ * src/adapters/postgres/ repositories; a use case may hold an opaque `Tx` from there, nothing more.
+ */
+function storageIn(file: string, text: string): string[] {
+  const { importedFiles } = ts.preProcessFile(text, true, true);
+  const found = importedFiles
+    .filter((imported) => imported.fileName === 'kysely' || imported.fileName.startsWith('kysely/'))
+    .map(() => `${file} imports kysely`);
+  for (const [pattern, what] of [
+    [/\bsql`/, 'a SQL template'],
+    [/\.(selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto)\(/, 'a query builder call'],
+    [/\.transaction\(\)/, 'a Kysely transaction'],
+  ] as const) {
+    if (pattern.test(text)) found.push(`${file} holds ${what}`);
+  }
+  return found;
+}
+
 describe('layering', () => {
+  test('no use case under src/app holds SQL or imports Kysely', () => {
+    const files = sourceFiles('src/app');
+    expect(files.length).toBeGreaterThan(20);
+    expect(files.flatMap((file) => storageIn(file, readFileSync(file, 'utf8')))).toEqual([]);
+    // The check sees each form.
+    expect(storageIn('src/app/x.ts', "import { sql } from 'kysely';")).toEqual([
+      'src/app/x.ts imports kysely',
+    ]);
+    expect(storageIn('src/app/x.ts', 'await sql`SELECT 1`.execute(db);')).toEqual([
+      'src/app/x.ts holds a SQL template',
+    ]);
+    expect(storageIn('src/app/x.ts', "db.selectFrom('posts').selectAll()")).toEqual([
+      'src/app/x.ts holds a query builder call',
+    ]);
+    expect(storageIn('src/app/x.ts', 'db.transaction().execute(work)')).toEqual([
+      'src/app/x.ts holds a Kysely transaction',
+    ]);
+    expect(storageIn('src/app/x.ts', "import type { Tx } from '../adapters/postgres/tx.js';")).toEqual([]);
+  });
+
   test('no file imports across a forbidden layer boundary', () => {
     expect(violations(allImports)).toEqual([]);
   });

@@ -8,7 +8,7 @@ import {
   type PaymentsQueue,
 } from '../src/adapters/redis/payments-queue.js';
 import { awaitPayment, FOLLOW_GRACE_MS, RECHECK_AFTER_MS } from '../src/app/write-path/await-payment.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
@@ -29,7 +29,7 @@ beforeAll(async () => {
 afterAll(() => h?.close());
 
 test('a new payment answers sent; awaiting it again answers from the row without waiting', async () => {
-  const post = await createPaidPost(h.env.app, alice.account.id, { type: 'post', content: 'await me' });
+  const post = await commitPost(h.env.app, alice.account.id, { type: 'post', content: 'await me' });
   const first = await awaitPayment(h.env.app, post);
   expect(first).toEqual({ settled: 'sent', swapTx: post.swapTx });
 
@@ -64,7 +64,7 @@ test('a paid write hears its payment through one pub/sub signal, not by reading 
       .map((signal) => `${signal.kind} ${signal.jobId}`);
   try {
     for (let i = 0; i < 3; i++) {
-      const post = await createPaidPost(h.env.app, alice.account.id, {
+      const post = await commitPost(h.env.app, alice.account.id, {
         type: 'post',
         content: `signal ${i}`,
       });
@@ -108,7 +108,7 @@ test('a payment whose signals are lost is answered from the row soon after, not 
       };
     },
   };
-  const post = await createPaidPost(h.env.app, alice.account.id, { type: 'post', content: 'deaf' });
+  const post = await commitPost(h.env.app, alice.account.id, { type: 'post', content: 'deaf' });
   // Settled here first, so the first look finds the row final however slow the machine is; the
   // job awaitPayment enqueues still runs and signals 'done', which the deaf wait never hears.
   expect(await settlePayment(h.env.app, post.chainTransactionId)).toBe('confirmed');
@@ -146,7 +146,7 @@ test('a committed payment whose enqueue hangs answers pending with its swap_tx i
   try {
     const writeTimeoutMs = 1_000;
     const deps = { ...h.env.app, payments: queue, writeTimeoutMs };
-    const post = await createPaidPost(deps, alice.account.id, { type: 'post', content: 'redis hangs' });
+    const post = await commitPost(deps, alice.account.id, { type: 'post', content: 'redis hangs' });
     const started = Date.now();
     const awaited = await awaitPayment(deps, post);
     expect(awaited).toEqual({ settled: 'pending', swapTx: post.swapTx });
@@ -171,7 +171,7 @@ test('payments handed off together travel as one job and each request hears its 
   const bob = await h.member('await_bob', 10_000_000n);
   const posts = await Promise.all(
     Array.from({ length: 6 }, (_, i) =>
-      createPaidPost(h.env.app, i % 2 ? alice.account.id : bob.account.id, {
+      commitPost(h.env.app, i % 2 ? alice.account.id : bob.account.id, {
         type: 'post',
         content: `together ${i}`,
       }),
@@ -198,7 +198,7 @@ test('payments handed off together travel as one job and each request hears its 
 
 test('a payment handed off again that leads a new gathering does not drop the others of it', async () => {
   const carol = await h.member('await_carol', 5_000_000n);
-  const post = (content: string) => createPaidPost(h.env.app, carol.account.id, { type: 'post', content });
+  const post = (content: string) => commitPost(h.env.app, carol.account.id, { type: 'post', content });
   const first = await post('again 1');
   await awaitPayment(h.env.app, first);
   // Twice more it leads a gathering (its request resumed, say): each time with a new payment,

@@ -3,7 +3,7 @@ import { PublicKey } from '@solana/web3.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { depositUsdc } from './support/deposit.js';
@@ -66,7 +66,7 @@ describe('payments worker crash safety', { timeout: 180_000 }, () => {
     const author = await funded('crash_a', 3_000_000n);
     const worker = await startWorker();
     await killChild(worker); // a worker that died: nothing will send what is committed next
-    const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'committed, unsent' });
+    const post = await commitPost(env.app, author.id, { type: 'post', content: 'committed, unsent' });
     expect(await env.app.rpc.getSignatureStatuses([post.swapTx])).toEqual([null]);
 
     const restarted = await startWorker(); // its outbox sweeper hands every unfinished row back
@@ -82,7 +82,7 @@ describe('payments worker crash safety', { timeout: 180_000 }, () => {
   test('killed after sending, before recording the confirmation: no second payment', async () => {
     const author = await funded('crash_b', 3_000_000n);
     const worker = await startWorker();
-    const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'sent, unrecorded' });
+    const post = await commitPost(env.app, author.id, { type: 'post', content: 'sent, unrecorded' });
     // The moment the transaction is on chain but the outbox row still says 'signed': the worker
     // sees it executed within milliseconds, so its write of 'sent' is held on this row lock
     // until the kill (and the statement it left waiting is ended with it).

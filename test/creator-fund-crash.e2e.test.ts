@@ -7,8 +7,8 @@ import { eventsShippedThrough } from '../src/app/creator-fund/engagement-source.
 import { CREATING_TRANSFERS_PER_BATCH } from '../src/app/creator-fund/payout-transaction.js';
 import { planEpoch } from '../src/app/creator-fund/run-epoch.js';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
-import { setLike } from '../src/app/write-path/like-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
+import { commitLike } from '../src/app/write-path/like-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { projectRoot } from '../src/project-root.js';
@@ -111,17 +111,17 @@ describe('creator fund crash safety', { timeout: 240_000 }, () => {
       (handle) => fundedAccount(env.app, platform, handle, 1_000_000n),
     );
     const posts = await inGroups(authors, 8, (author) =>
-      createPaidPost(env.app, author.id, { type: 'post', content: `post of ${author.handle}` }),
+      commitPost(env.app, author.id, { type: 'post', content: `post of ${author.handle}` }),
     );
     await inGroups(posts, 8, (p) => settlePayment(env.app, p.chainTransactionId));
     // Likes count only from accounts that paid for something: the fan paid for a post.
     const fan = await fundedAccount(env.app, platform, 'cfc_fan', 1_000_000n);
-    const fanPost = await createPaidPost(env.app, fan.id, { type: 'post', content: 'the fan paid' });
+    const fanPost = await commitPost(env.app, fan.id, { type: 'post', content: 'the fan paid' });
     await settlePayment(env.app, fanPost.chainTransactionId);
 
     const { rows } = await sql<{ now: Date }>`SELECT clock_timestamp() AS now`.execute(env.app.db);
     const start = new Date(Math.floor(rows[0]!.now.getTime() / 1000) * 1000);
-    for (const p of posts) await setLike(env.app, fan.id, p.id, true);
+    for (const p of posts) await commitLike(env.app, fan.id, p.id, true);
     const end = new Date(Date.now() + 1);
     for (let shipped = false; !shipped;) {
       await shipBatch(env.app);

@@ -21,8 +21,8 @@ import {
   payingEngagers,
   unpaidEngagement,
 } from '../src/app/creator-fund/engagement-source.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
-import { repostPost } from '../src/app/write-path/repost-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
+import { commitRepost } from '../src/app/write-path/repost-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { drainOnChain } from './support/chain-tampering.js';
 import { tokenAccountExists } from './support/balances.js';
@@ -274,12 +274,12 @@ describe('creator fund', { timeout: 120_000 }, () => {
     const gina = await h.member('cf_gina', 2_000_000n);
     const start = await dbNow();
     // Paid in the ledger, then the wallet is emptied on chain before the worker sends: both fail.
-    const reply = await createPaidPost(h.env.app, gina.account.id, {
+    const reply = await commitPost(h.env.app, gina.account.id, {
       type: 'reply',
       content: 'a reply that never gets paid',
       parentId: target,
     });
-    const repost = await repostPost(h.env.app, gina.account.id, target);
+    const repost = await commitRepost(h.env.app, gina.account.id, target);
     const epoch = await closedWindow(start);
     expect((await unpaidEngagement(h.env.app.db, epoch)).unsettled).toBe(2);
     await expect(planEpoch(deps, epoch)).rejects.toThrow(EpochNotReadyError);
@@ -405,7 +405,7 @@ describe('creator fund', { timeout: 120_000 }, () => {
     // The sybil pays for a post: while that payment is in flight an epoch waits for it, and once it
     // settled the sybil's likes count. The other one's still do not.
     await depositUsdc(h.env.app, h.platform, sybil.account, 1_000_000n);
-    const paid = await createPaidPost(h.env.app, sybil.account.id, { type: 'post', content: 'now I paid' });
+    const paid = await commitPost(h.env.app, sybil.account.id, { type: 'post', content: 'now I paid' });
     const farther = new Date((await dbNow()).getTime() + 60_000);
     expect(await payingEngagers(h.env.app.db, [sybil.account.id, other.account.id], farther)).toEqual({
       paying: new Set(),

@@ -5,7 +5,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
@@ -444,7 +444,7 @@ describe('dashboards in Chromium', () => {
       const financeAccount = await createAccount(app, { handle: 'e2e_finance', role: 'finance' });
       const financeKey = (await createApiKey(app.apiKeys, financeAccount.id)).key;
       const payer = await h.member('e2e_payer', 5_000_000n);
-      const tampered = await createPaidPost(app, payer.account.id, {
+      const tampered = await commitPost(app, payer.account.id, {
         type: 'post',
         content: 'short-changed',
       });

@@ -39,7 +39,7 @@ describe('the documentation names files that exist', () => {
 
   test('the check sees links and code spans', () => {
     expect(namedPaths('README.md')).toEqual(
-      expect.arrayContaining(['docs/api.md', 'src/app/write-path/paid-writes.ts', 'src/domain/']),
+      expect.arrayContaining(['docs/api.md', 'src/app/write-path/create-post.ts', 'src/domain/']),
     );
   });
 });

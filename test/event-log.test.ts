@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { followWallets } from '../src/app/indexer/wallet-follower.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
@@ -272,7 +272,7 @@ describe('failures and reconciliation exceptions', () => {
     const dave = await h.member('ev_dave', 3_000_000n);
     const erin = await h.member('ev_erin', 3_000_000n);
 
-    const doomed = await createPaidPost(app, dave.account.id, { type: 'post', content: 'doomed post' });
+    const doomed = await commitPost(app, dave.account.id, { type: 'post', content: 'doomed post' });
     // Dave's wallet is emptied behind the ledger's back: the post's transfer fails on chain, and
     // the drain itself is USDC leaving one of our wallets with no ledger movement (unexplained).
     const drain = await drainOnChain(app, h.platform, dave.account, 3_000_000n);
@@ -285,7 +285,7 @@ describe('failures and reconciliation exceptions', () => {
     await app.rpc.sendTransaction(wire, { skipPreflight: true, preflightCommitment: 'confirmed' });
     expect(await settlePayment(app, doomed.chainTransactionId)).toBe('failed');
     // Erin's payment says $1 in the ledger and moves $0.60 on chain (a signing bug, say).
-    const shortChanged = await createPaidPost(app, erin.account.id, {
+    const shortChanged = await commitPost(app, erin.account.id, {
       type: 'post',
       content: 'short-changed',
     });

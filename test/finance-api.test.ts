@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import type { Scope } from '../src/domain/auth/api-key.js';
@@ -45,7 +45,7 @@ beforeAll(async () => {
   expect((await h.call(fan, 'POST', `/posts/${postId}/like`)).status).toBe(200);
 
   // One payment whose on-chain amount differs from its ledger legs (a signing bug, say).
-  const tampered = await createPaidPost(app, fan.account.id, { type: 'post', content: 'short-changed' });
+  const tampered = await commitPost(app, fan.account.id, { type: 'post', content: 'short-changed' });
   await replaceSignedPayment(app, h.platform, tampered.chainTransactionId, fan.account, [
     { owner: h.platform.signers.treasury.publicKey, amountMicro: 600_000n },
   ]);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { PlatformChain } from '../src/adapters/solana/index.js';
 import { buildServer } from '../src/api/server.js';
 import { reconciliationExceptions } from '../src/app/analytics/analytics-reads.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { followFinality } from '../src/app/write-path/finality-follow.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
@@ -143,7 +143,7 @@ async function allExceptions(status?: string) {
 describe('payments by outbox state', () => {
   test('the summary counts a payment as pending, then confirmed, then finalized, in GraphQL and REST', async () => {
     const payer = await fundedAccount(env.app, platform, 'ff_payer', 5_000_000n);
-    const post = await createPaidPost(env.app, payer.id, { type: 'post', content: 'followed by finance' });
+    const post = await commitPost(env.app, payer.id, { type: 'post', content: 'followed by finance' });
     expect(await counts()).toEqual({ pending: 1, confirmed: 0, finalized: 0, failed: 0, notFinalized: 0 });
 
     expect(await settlePayment(env.app, post.chainTransactionId)).toBe('confirmed');
@@ -164,7 +164,7 @@ describe('payments by outbox state', () => {
 describe('not_finalized', () => {
   test('payments not finalized 5 minutes after signing are exceptions, listed day by day before the verdicts, until finalized', async () => {
     const payer = await fundedAccount(env.app, platform, 'ff_stuck', 10_000_000n);
-    const pay = (content: string) => createPaidPost(env.app, payer.id, { type: 'post', content });
+    const pay = (content: string) => commitPost(env.app, payer.id, { type: 'post', content });
     // Confirmed, signed 6 minutes ago; never sent, signed 2 days ago; confirmed a moment ago.
     const confirmedOld = await pay('confirmed, never finalized');
     const signedOld = await pay('never sent');

@@ -5,7 +5,7 @@ import { createPool } from '../src/adapters/postgres/db.js';
 import type { Database } from '../src/adapters/postgres/database.js';
 import { buildServer } from '../src/api/server.js';
 import { buildTrendingSnapshot } from '../src/app/feed/trending.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 
 /**
@@ -28,7 +28,7 @@ function nodesOf(connection: Json): Json[] {
 }
 
 async function quickPost(who: Member, content: string): Promise<string> {
-  return (await createPaidPost(h.env.app, who.account.id, { type: 'post', content })).id;
+  return (await commitPost(h.env.app, who.account.id, { type: 'post', content })).id;
 }
 
 async function restPost(who: Member, body: Record<string, string>): Promise<string> {

@@ -14,9 +14,9 @@ import { fundUsdc, type PlatformChain } from '../src/adapters/solana/index.js';
 import { idempotencyRequestHash } from '../src/api/rest/idempotency.hook.js';
 import { buildServer } from '../src/api/server.js';
 import { swapToUsdc } from '../src/app/swap/swap-to-usdc.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
-import { repostPost } from '../src/app/write-path/repost-post.js';
-import { sendUsdc } from '../src/app/write-path/send-usdc.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
+import { commitRepost } from '../src/app/write-path/repost-post.js';
+import { commitSend } from '../src/app/write-path/send-usdc.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { processorsFor } from '../workers/processors.js';
@@ -360,7 +360,7 @@ describe('an Idempotency-Key whose first request died', () => {
     const who = await payer('died_after', 3_000_000n);
     const body = { type: 'post', content: 'died after commit' };
     const owner = await inFlight(who, 'k-after', '/posts', '/posts', body, 'alive');
-    const created = await createPaidPost(env.app, who.id, body, owner); // committed; never answered
+    const created = await commitPost(env.app, who.id, body, owner); // committed; never answered
     await died(owner);
 
     const retry = await keyed(who, '/posts', 'k-after', body);
@@ -389,7 +389,7 @@ describe('an Idempotency-Key whose first request died', () => {
     const who = await payer('died_pending', 3_000_000n);
     const body = { type: 'post', content: 'died, still settling' };
     const owner = await inFlight(who, 'k-pending', '/posts', '/posts', body, 'alive');
-    const created = await createPaidPost(env.app, who.id, body, owner);
+    const created = await commitPost(env.app, who.id, body, owner);
     await died(owner);
 
     // The retry's server cannot reach the queue: the payment is still `signed` when it answers.
@@ -411,11 +411,11 @@ describe('an Idempotency-Key whose first request died', () => {
   test('a send, a repost and a swap that died after their commit are answered from what they recorded, moved once', async () => {
     const who = await payer('died_money', 5_000_000n);
     const friend = await payer('died_friend', 2_000_000n);
-    const friendPost = await createPaidPost(env.app, friend.id, { type: 'post', content: 'repost me' });
+    const friendPost = await commitPost(env.app, friend.id, { type: 'post', content: 'repost me' });
 
     const sendBody = { to_handle: friend.handle, amount_usd: 0.5 };
     const sendOwner = await inFlight(who, 'k-send', '/send', '/send', sendBody, 'alive');
-    const send = await sendUsdc(
+    const send = await commitSend(
       env.app,
       who.id,
       { toHandle: friend.handle, amountMicro: 500_000n },
@@ -436,7 +436,7 @@ describe('an Idempotency-Key whose first request died', () => {
 
     const repostPath = `/posts/${friendPost.id}/repost`;
     const repostOwner = await inFlight(who, 'k-repost', '/posts/:id/repost', repostPath, null, 'alive');
-    const repost = await repostPost(env.app, who.id, friendPost.id, repostOwner);
+    const repost = await commitRepost(env.app, who.id, friendPost.id, repostOwner);
     await died(repostOwner);
     const repostRetry = await keyed(who, repostPath, 'k-repost', undefined);
     expect(repostRetry.status).toBe(201);
@@ -478,7 +478,7 @@ describe('an Idempotency-Key whose first request died', () => {
   test('a stale owner whose key was taken over commits nothing: its post and its repost fail with 409', async () => {
     const who = await payer('stale_owner', 3_000_000n);
     const friend = await payer('stale_friend', 2_000_000n);
-    const friendPost = await createPaidPost(env.app, friend.id, { type: 'post', content: 'stale target' });
+    const friendPost = await commitPost(env.app, friend.id, { type: 'post', content: 'stale target' });
     const body = { type: 'post', content: 'stale commit' };
     const stalePost = await inFlight(who, 'k-stale', '/posts', '/posts', body, 'expired');
     const repostPath = `/posts/${friendPost.id}/repost`;
@@ -489,10 +489,10 @@ describe('an Idempotency-Key whose first request died', () => {
       expect(taken).toEqual({ resource: undefined });
     }
 
-    await expect(createPaidPost(env.app, who.id, body, stalePost)).rejects.toMatchObject({
+    await expect(commitPost(env.app, who.id, body, stalePost)).rejects.toMatchObject({
       code: 'conflict',
     });
-    await expect(repostPost(env.app, who.id, friendPost.id, staleRepost)).rejects.toMatchObject({
+    await expect(commitRepost(env.app, who.id, friendPost.id, staleRepost)).rejects.toMatchObject({
       code: 'conflict',
     });
     expect(await postsBy(who)).toEqual([]);
@@ -519,7 +519,7 @@ describe('an Idempotency-Key whose first request died', () => {
     const who = await payer('lost_answer', 3_000_000n);
     const body = { type: 'post', content: 'answer lost' };
     const owner = await inFlight(who, 'k-lost', '/posts', '/posts', body, 'alive');
-    const created = await createPaidPost(env.app, who.id, body, owner);
+    const created = await commitPost(env.app, who.id, body, owner);
     await releaseAfterFailure(env.app.db, owner); // e.g. the connection broke after Postgres committed
 
     const retry = await keyed(who, '/posts', 'k-lost', body);

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { PlatformChain } from '../src/adapters/solana/index.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { projectRoot } from '../src/project-root.js';
 import { replaceSignedPayment } from './support/chain-tampering.js';
@@ -26,9 +26,9 @@ beforeAll(async () => {
   platform = await env.app.bootstrapChain();
   const author = await fundedAccount(env.app, platform, 'cli_author', 3_000_000n);
   const fan = await fundedAccount(env.app, platform, 'cli_fan', 3_000_000n);
-  const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'hello' });
-  const reply = await createPaidPost(env.app, fan.id, { type: 'reply', content: 'hi', parentId: post.id });
-  const tampered = await createPaidPost(env.app, fan.id, { type: 'post', content: 'short' });
+  const post = await commitPost(env.app, author.id, { type: 'post', content: 'hello' });
+  const reply = await commitPost(env.app, fan.id, { type: 'reply', content: 'hi', parentId: post.id });
+  const tampered = await commitPost(env.app, fan.id, { type: 'post', content: 'short' });
   await replaceSignedPayment(env.app, platform, tampered.chainTransactionId, fan, [
     { owner: platform.signers.treasury.publicKey, amountMicro: 700_000n },
   ]);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRedis } from '../src/adapters/redis/index.js';
 import { PAYMENT_ATTEMPTS, PAYMENT_BACKOFF, PAYMENTS_QUEUE } from '../src/adapters/redis/payments-queue.js';
 import type { PlatformChain } from '../src/adapters/solana/index.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { purgeExpiredIdempotencyKeys } from '../src/app/write-path/idempotency-keys.js';
 import { sweepOutbox } from '../src/app/write-path/outbox-sweep.js';
 import type { Account } from '../src/domain/accounts/account.js';
@@ -56,7 +56,7 @@ async function until(condition: () => Promise<boolean>, what: string, ms = 60_00
 describe('outbox sweeper', { timeout: 120_000 }, () => {
   test('a payment stuck in signed whose job failed is revived by the worker role and paid once', async () => {
     const author = await funded('sweep_failed', 3_000_000n);
-    const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'my job failed' });
+    const post = await commitPost(env.app, author.id, { type: 'post', content: 'my job failed' });
 
     // A real BullMQ failure of its job (a worker that gives up on it), then nothing left running.
     const connection = createRedis(env.app.stack.redis.url, 'worker');
@@ -100,7 +100,7 @@ describe('outbox sweeper', { timeout: 120_000 }, () => {
     const author = await funded('sweep_batches', 4_000_000n);
     const posts = [];
     for (const n of [1, 2, 3]) {
-      posts.push(await createPaidPost(env.app, author.id, { type: 'post', content: `backlog ${n}` }));
+      posts.push(await commitPost(env.app, author.id, { type: 'post', content: `backlog ${n}` }));
     }
     const ids = new Set(posts.map((p) => p.chainTransactionId));
 

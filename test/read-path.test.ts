@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createPool } from '../src/adapters/postgres/db.js';
 import type { Database } from '../src/adapters/postgres/database.js';
 import { getPost, latestFeedPage } from '../src/app/feed/post-reads.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { drainOnChain } from './support/chain-tampering.js';
 import { expectShape } from './support/expect-shape.js';
@@ -59,7 +59,7 @@ async function restPost(who: Member, body: Record<string, string>): Promise<stri
 
 /** A paid post straight through the service (left unsettled: pending posts are shown). */
 async function quickPost(who: Member, content: string): Promise<string> {
-  return (await createPaidPost(h.env.app, who.account.id, { type: 'post', content })).id;
+  return (await commitPost(h.env.app, who.account.id, { type: 'post', content })).id;
 }
 
 /** Visible post ids newest first, read independently of the read service. */
@@ -224,8 +224,8 @@ describe('payments that failed on chain', () => {
   test('a failed post is shown nowhere, and a failed reply is not counted', async () => {
     const parent = await quickPost(alice, 'a parent');
     const carol = await h.member('read_carol', 2_000_000n);
-    const failedPost = await createPaidPost(h.env.app, carol.account.id, { type: 'post', content: 'doomed' });
-    const failedReply = await createPaidPost(h.env.app, carol.account.id, {
+    const failedPost = await commitPost(h.env.app, carol.account.id, { type: 'post', content: 'doomed' });
+    const failedReply = await commitPost(h.env.app, carol.account.id, {
       type: 'reply',
       content: 'doomed reply',
       parentId: parent,

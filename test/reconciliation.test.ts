@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createClickHouse } from '../src/adapters/clickhouse/index.js';
 import type { PlatformChain } from '../src/adapters/solana/index.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { rewindShipper, shipBatch, unshippedCounts } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
@@ -75,13 +75,13 @@ describe('reconciliation', () => {
   test('a normal day reconciles 100% matched, at confirmed and again at finalized', async () => {
     const author = await funded('rc_author', 5_000_000n);
     const fan = await funded('rc_fan', 5_000_000n);
-    const parent = await createPaidPost(env.app, author.id, { type: 'post', content: 'hello' });
-    const reply = await createPaidPost(env.app, fan.id, {
+    const parent = await commitPost(env.app, author.id, { type: 'post', content: 'hello' });
+    const reply = await commitPost(env.app, fan.id, {
       type: 'reply',
       content: 'hi',
       parentId: parent.id,
     });
-    const quote = await createPaidPost(env.app, fan.id, {
+    const quote = await commitPost(env.app, fan.id, {
       type: 'quote',
       content: 'look',
       quotedPostId: parent.id,
@@ -121,11 +121,11 @@ describe('reconciliation', () => {
   test('another amount on chain is amount_mismatch; another recipient is wrong_party', async () => {
     const payer = await funded('rc_payer', 5_000_000n);
     const stranger = await funded('rc_stranger', 1n);
-    const short = await createPaidPost(env.app, payer.id, { type: 'post', content: 'short' });
+    const short = await commitPost(env.app, payer.id, { type: 'post', content: 'short' });
     await replaceSignedPayment(env.app, platform, short.chainTransactionId, payer, [
       { owner: platform.signers.treasury.publicKey, amountMicro: 900_000n },
     ]);
-    const astray = await createPaidPost(env.app, payer.id, { type: 'post', content: 'astray' });
+    const astray = await commitPost(env.app, payer.id, { type: 'post', content: 'astray' });
     await replaceSignedPayment(env.app, platform, astray.chainTransactionId, payer, [
       { owner: new PublicKey(stranger.walletAddress), amountMicro: 1_000_000n },
     ]);
@@ -145,7 +145,7 @@ describe('reconciliation', () => {
 
   test('a signature that never landed becomes missing (pending before the configured time)', async () => {
     const payer = await funded('rc_ghost', 2_000_000n);
-    const ghost = await createPaidPost(env.app, payer.id, { type: 'post', content: 'never sent' });
+    const ghost = await commitPost(env.app, payer.id, { type: 'post', content: 'never sent' });
     const movementId = await movementOf(ghost.chainTransactionId);
     await reconcile(600_000);
     expect((await verdictOf(movementId)).status).toBe('pending');
@@ -155,7 +155,7 @@ describe('reconciliation', () => {
 
   test('a payment the worker is still settling is left to it until the settling grace has passed', async () => {
     const payer = await funded('rc_settling', 2_000_000n);
-    const fresh = await createPaidPost(env.app, payer.id, { type: 'post', content: 'not sent yet' });
+    const fresh = await commitPost(env.app, payer.id, { type: 'post', content: 'not sent yet' });
     const round = (settlingGraceMs?: number) =>
       reconcileRound(env.app, {
         missingAfterMs: 600_000,
@@ -169,7 +169,7 @@ describe('reconciliation', () => {
     expect(await checkedStatusOf(fresh.chainTransactionId)).toBe('pending');
 
     // Once the worker confirmed it, no grace applies.
-    const settled = await createPaidPost(env.app, payer.id, { type: 'post', content: 'settled' });
+    const settled = await commitPost(env.app, payer.id, { type: 'post', content: 'settled' });
     expect(await settlePayment(env.app, settled.chainTransactionId)).toBe('confirmed');
     await round();
     expect(await checkedStatusOf(settled.chainTransactionId)).toBe('matched');
@@ -180,11 +180,11 @@ describe('reconciliation', () => {
     const payer = await funded('rc_backlog', 5_000_000n);
     const ghosts = [];
     for (let k = 0; k < 3; k++)
-      ghosts.push(await createPaidPost(env.app, payer.id, { type: 'post', content: `ghost ${k}` }));
+      ghosts.push(await commitPost(env.app, payer.id, { type: 'post', content: `ghost ${k}` }));
     await reconcile(0);
     for (const ghost of ghosts) expect(await checkedStatusOf(ghost.chainTransactionId)).toBe('missing');
 
-    const newer = await createPaidPost(env.app, payer.id, { type: 'post', content: 'newer' });
+    const newer = await commitPost(env.app, payer.id, { type: 'post', content: 'newer' });
     expect(await settlePayment(env.app, newer.chainTransactionId)).toBe('confirmed');
     // A round of one row: the row never checked goes first, not the oldest missing one.
     await reconcileRound(env.app, { missingAfterMs: 0, finalizedRecheckMs: 0, settlingGraceMs: 0, limit: 1 });
@@ -193,7 +193,7 @@ describe('reconciliation', () => {
 
   test('a payment that landed with an error (and was reversed) is failed_on_chain, nothing moved', async () => {
     const payer = await funded('rc_failing', 1_000_000n);
-    const doomed = await createPaidPost(env.app, payer.id, { type: 'post', content: 'doomed' });
+    const doomed = await commitPost(env.app, payer.id, { type: 'post', content: 'doomed' });
     await drainOnChain(env.app, platform, payer, 1_000_000n);
     // Sent without preflight, it lands with its error (and its fee), as on a validator.
     const row = await env.app.db

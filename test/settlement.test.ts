@@ -1,7 +1,7 @@
 import { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { drainOnChain } from './support/chain-tampering.js';
 import { fundedAccount } from './support/deposit.js';
@@ -35,7 +35,7 @@ async function usdc(owner: string): Promise<bigint> {
 describe('settlePayment', () => {
   test('an expired blockhash forces a re-sign; swap_tx becomes the landed signature and the post is paid once', async () => {
     const author = await funded('expiry_1', 2_000_000n);
-    const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'late' });
+    const post = await commitPost(env.app, author.id, { type: 'post', content: 'late' });
     env.localnet!.chain.warp(151); // the signed transaction can never land now
     expect(await settlePayment(env.app, post.chainTransactionId)).toBe('confirmed');
 
@@ -56,7 +56,7 @@ describe('settlePayment', () => {
 
   test('a payment that fails on chain reverses its legs: the author gets the dollar back', async () => {
     const author = await funded('failure_1', 1_000_000n);
-    const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'doomed' });
+    const post = await commitPost(env.app, author.id, { type: 'post', content: 'doomed' });
     expect((await env.app.ledger.money(author.id)).availableMicro).toBe(0n);
 
     // Move the wallet's USDC away behind the ledger's back, so the payment cannot succeed on chain.
@@ -79,10 +79,10 @@ describe('settlePayment', () => {
 
   test('a failed reply is reversed even after the parent author spent everything spendable: the share was only held', async () => {
     const author = await funded('held_author', 2_000_000n);
-    const parent = await createPaidPost(env.app, author.id, { type: 'post', content: 'parent' });
+    const parent = await commitPost(env.app, author.id, { type: 'post', content: 'parent' });
     expect(await settlePayment(env.app, parent.chainTransactionId)).toBe('confirmed');
     const fan = await funded('held_fan', 1_000_000n);
-    const reply = await createPaidPost(env.app, fan.id, {
+    const reply = await commitPost(env.app, fan.id, {
       type: 'reply',
       content: 'nice',
       parentId: parent.id,
@@ -92,9 +92,9 @@ describe('settlePayment', () => {
       pendingMicro: 500_000n,
     });
     // The author spends their whole spendable balance; the held half dollar cannot be part of it.
-    const spend = await createPaidPost(env.app, author.id, { type: 'post', content: 'all in' });
+    const spend = await commitPost(env.app, author.id, { type: 'post', content: 'all in' });
     await expect(
-      createPaidPost(env.app, author.id, { type: 'post', content: 'with the held share' }),
+      commitPost(env.app, author.id, { type: 'post', content: 'with the held share' }),
     ).rejects.toMatchObject({ code: 'insufficient_balance' });
     expect(await settlePayment(env.app, spend.chainTransactionId)).toBe('confirmed');
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { postgresMigrations } from '../schema/postgres/index.js';
 import { createDb, type Db } from '../src/adapters/postgres/index.js';
 import { fundUsdc } from '../src/adapters/solana/index.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { drainOnChain } from './support/chain-tampering.js';
 import { paymentsSettled } from './support/settled.js';
@@ -208,7 +208,7 @@ describe('counters after a mixed run of writes through the API', () => {
   test('a reply shown while its payment was in flight is uncounted when the payment fails', async () => {
     const fan = await h.member('sc_fan', 1_000_000n);
     // Written as the API writes it, but settled here (the outbox sweeper leaves it alone 3 s).
-    const shown = await createPaidPost(h.env.app, fan.account.id, {
+    const shown = await commitPost(h.env.app, fan.account.id, {
       type: 'reply',
       content: 'counted, then not',
       parentId: p2,

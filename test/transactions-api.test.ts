@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { recordOutboxResigned } from '../src/adapters/postgres/outbox.repository.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { resignPayment, walletSigner } from '../src/app/write-path/payment-transaction.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { drainOnChain } from './support/chain-tampering.js';
@@ -396,7 +396,7 @@ describe('the state of every money move (status, slot, confirmed_at, finalized_a
   test('a payment that failed on chain shows failed, beside its refund, in the history, GET /payments/{swap_tx} and GraphQL', async () => {
     const app = h.env.app;
     const dave = await h.member('dave_state', 3_000_000n);
-    const doomed = await createPaidPost(app, dave.account.id, { type: 'post', content: 'doomed post' });
+    const doomed = await commitPost(app, dave.account.id, { type: 'post', content: 'doomed post' });
     // The wallet is emptied behind the ledger's back: the post's transfer fails on chain.
     await drainOnChain(app, h.platform, dave.account, 3_000_000n);
     expect(await settlePayment(app, doomed.chainTransactionId)).toBe('failed');
@@ -418,7 +418,7 @@ describe('the state of every money move (status, slot, confirmed_at, finalized_a
   test('a signature replaced by a re-sign finds the payment, which answers its current swap_tx', async () => {
     const app = h.env.app;
     const fay = await h.member('fay_state', 2_000_000n);
-    const paid = await createPaidPost(app, fay.account.id, { type: 'post', content: 'signed twice' });
+    const paid = await commitPost(app, fay.account.id, { type: 'post', content: 'signed twice' });
     const row = await app.db
       .selectFrom('chain_transactions')
       .select(['wire', 'signature'])

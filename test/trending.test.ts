@@ -6,8 +6,8 @@ import {
   trendingFeedPage,
   type TrendingDeps,
 } from '../src/app/feed/trending.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
-import { setLike } from '../src/app/write-path/like-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
+import { commitLike } from '../src/app/write-path/like-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { fundedAccount } from './support/deposit.js';
@@ -34,7 +34,7 @@ beforeAll(async () => {
   };
   const author = await fundedAccount(env.app, platform, 'tr_author', 6_000_000n);
   for (let i = 0; i < 6; i++) {
-    const post = await createPaidPost(env.app, author.id, { type: 'post', content: `post ${i}` });
+    const post = await commitPost(env.app, author.id, { type: 'post', content: `post ${i}` });
     expect(await settlePayment(env.app, post.chainTransactionId)).toBe('confirmed');
     posts.push(post.id);
   }
@@ -45,7 +45,7 @@ afterAll(async () => {
 });
 
 const like = async (postId: string, howMany: number) => {
-  for (const fan of fans.slice(0, howMany)) await setLike(env.app, fan, postId, true);
+  for (const fan of fans.slice(0, howMany)) await commitLike(env.app, fan, postId, true);
 };
 
 async function allPages(limit: number, between?: () => Promise<void>): Promise<string[][]> {

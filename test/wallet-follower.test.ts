@@ -10,7 +10,7 @@ import {
   type PlatformChain,
 } from '../src/adapters/solana/index.js';
 import { followWallets, type FollowOptions } from '../src/app/indexer/wallet-follower.js';
-import { createPaidPost } from '../src/app/write-path/create-post.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { fundedAccount } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
@@ -146,7 +146,7 @@ describe('wallet follower', () => {
     const author = await fundedAccount(env.app, platform, 'wf_author', 5_000_000n);
     await follow();
 
-    const post = await createPaidPost(env.app, author.id, { type: 'post', content: 'hello' });
+    const post = await commitPost(env.app, author.id, { type: 'post', content: 'hello' });
     expect(await settlePayment(env.app, post.chainTransactionId)).toBe('confirmed');
 
     expect(await follow()).toMatchObject({ signatures: 0, deposits: 0, unexplained: 0 });

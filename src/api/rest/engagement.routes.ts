@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { typedRoutes } from './typed-routes.js';
-import { likePost, publishRepost } from '../../app/write-path/paid-writes.js';
+import { likePost } from '../../app/write-path/like-post.js';
+import { repostPost } from '../../app/write-path/repost-post.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { authErrors, errorBody, insufficientBalanceBody, postIdParams, pendingStatus } from './schemas.js';
 
@@ -58,7 +59,7 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
       },
     },
     async (request, reply) => {
-      const repost = await publishRepost(
+      const repost = await repostPost(
         deps,
         request.viewer!.accountId,
         request.params.id,

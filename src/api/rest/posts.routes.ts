@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { typedRoutes } from './typed-routes.js';
-import { publishPost } from '../../app/write-path/paid-writes.js';
+import { createPost } from '../../app/write-path/create-post.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { authErrors, errorBody, insufficientBalanceBody, pendingStatus } from './schemas.js';
 
@@ -70,7 +70,7 @@ export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
     async (request, reply) => {
       const viewer = request.viewer!;
       const { body } = request;
-      const post = await publishPost(
+      const post = await createPost(
         deps,
         viewer.accountId,
         {

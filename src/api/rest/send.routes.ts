@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { typedRoutes } from './typed-routes.js';
-import { sendAndWait } from '../../app/write-path/paid-writes.js';
+import { sendUsdc } from '../../app/write-path/send-usdc.js';
 import { usdNumber } from '../http-views.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { parseSendAmount } from '../../domain/sends/send-rules.js';
@@ -69,7 +69,7 @@ export function registerSendRoutes(api: FastifyInstance, deps: ApiDeps): void {
     },
     async (request, reply) => {
       const { body } = request;
-      const sent = await sendAndWait(
+      const sent = await sendUsdc(
         deps,
         request.viewer!.accountId,
         { toHandle: body.to_handle, amountMicro: parseSendAmount(body.amount_usd), memo: body.memo },

@@ -90,6 +90,23 @@ export async function awaitPayment(
   return { settled: row.status === 'signed' ? 'pending' : row.status, swapTx: row.signature };
 }
 
+/** A paid write (post, repost, send) and how far its payment had got when the wait ended. */
+export type Paid<T> = T & {
+  /** `pending`: not executed within WRITE_TIMEOUT_MS; the worker goes on (answer 202). */
+  settled: AwaitedPayment['settled'];
+  /** The landed signature: a re-sign after a blockhash expiry changes it. */
+  landedSwapTx: string;
+};
+
+/** awaitPayment for a write just committed, answered as the write with its payment's state. */
+export async function awaitPaid<T extends CommittedPayment>(
+  deps: AwaitPaymentDeps,
+  committed: T,
+): Promise<Paid<T>> {
+  const { settled, swapTx } = await awaitPayment(deps, committed);
+  return { ...committed, settled, landedSwapTx: swapTx };
+}
+
 /**
  * With no signal this long after the enqueue, the row is read (and again at twice the pause, and
  * so on, until the wait ends): a job that existed before the enqueue (a retry, a sweep) may be past

@@ -5,6 +5,8 @@ import { AppError } from '../../domain/errors.js';
 import { accountCountsKey, postKey, timelineKey, type ChangeKey } from '../change-signals.js';
 import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
 import { validatePostDraft, type PostInput, type PostType } from '../../domain/posts/post-rules.js';
+import { postWritten, type LiveUpdatesDeps } from '../live-updates.js';
+import { awaitPaid, type AwaitPaymentDeps, type Paid } from './await-payment.js';
 import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
 import {
   commitPaidWrite,
@@ -29,7 +31,25 @@ export interface CreatedPost {
 }
 
 /**
- * A paid post, reply or quote. One Postgres statement commits the ledger movement (the $1 leaves
+ * A paid post, reply or quote ($1), as REST and GraphQL call it: the post committed (commitPost),
+ * its payment awaited up to WRITE_TIMEOUT_MS, and the live update published. The answer does not
+ * wait for the live update: it is best effort (a failure is logged) and gathered with the
+ * publishes of the next milliseconds (gathered-publish.ts).
+ */
+export async function createPost(
+  deps: AwaitPaymentDeps & LiveUpdatesDeps,
+  authorId: string,
+  input: PostInput,
+  idempotency?: IdempotencyClaim,
+): Promise<Paid<CreatedPost>> {
+  const post = await awaitPaid(deps, await commitPost(deps, authorId, input, idempotency));
+  void postWritten(deps, post);
+  return post;
+}
+
+/**
+ * The commit alone, without the payment wait or the live update: for tests that drive the payment
+ * themselves. One Postgres statement commits the ledger movement (the $1 leaves
  * the author at once: a conditional debit, so concurrent posts cannot overspend), the post, the
  * signed Solana transaction in the outbox and the domain event. Nothing is sent here: the payments
  * worker sends from the outbox, so a crash after this commit loses nothing and charges once.
@@ -38,7 +58,7 @@ export interface CreatedPost {
  * fails with 409 if a retry took the key over; resuming a dead request's key answers with the post
  * its commit recorded.
  */
-export async function createPaidPost(
+export async function commitPost(
   deps: WritePathDeps,
   authorId: string,
   input: PostInput,
@@ -126,7 +146,7 @@ function postShown(deps: WritePathDeps, authorId: string, referenceId: string | 
 }
 
 /**
- * The post a dead request committed under the key being resumed, as createPaidPost returned it;
+ * The post a dead request committed under the key being resumed, as commitPost returned it;
  * undefined when its payment failed on chain and was reversed (nothing stayed charged: write anew).
  * Its change signals go again: the request may have died before sending them.
  */

@@ -1,12 +1,18 @@
 import type { Db } from '../../adapters/postgres/db.js';
 import { setLikeRow } from '../../adapters/postgres/likes.repository.js';
 import { postKey, type ChangeSignals } from '../change-signals.js';
+import { postCountsChanged, type LiveUpdatesDeps } from '../live-updates.js';
 import {
   likeEventType,
   parsePostId,
   unknownPost,
   type LikeState,
 } from '../../domain/posts/engagement-rules.js';
+
+interface LikeDeps {
+  db: Db;
+  changes: Pick<ChangeSignals, 'changed'>;
+}
 
 export interface LikeChange extends LikeState {
   /** The post liked or unliked (parsed from the request). */
@@ -16,6 +22,22 @@ export interface LikeChange extends LikeState {
 }
 
 /**
+ * A like (`liked`) or unlike, as REST and GraphQL call it: written (commitLike), and the post's new
+ * like count published only when it changed (best effort, not awaited; as for a post, createPost).
+ */
+export async function likePost(
+  deps: LikeDeps & LiveUpdatesDeps,
+  accountId: string,
+  rawPostId: unknown,
+  liked: boolean,
+): Promise<LikeState> {
+  const state = await commitLike(deps, accountId, rawPostId, liked);
+  if (state.changed) void postCountsChanged(deps, state.postId);
+  return { liked: state.liked, likeCount: state.likeCount };
+}
+
+/**
+ * The write alone, without the live update: for tests that set likes with no subscriber to tell.
  * Likes and unlikes a post: free (no ledger movement, nothing on chain) and idempotent. The like
  * row and its 'post.liked' / 'post.unliked' event commit together, and the event is written only
  * when the state changed, so repeating a like adds no engagement to analytics. Liking one's own
@@ -26,8 +48,8 @@ export interface LikeChange extends LikeState {
  * left it (concurrent likes included). Likes come by the hundred a second, and every statement
  * costs the API's event loop a round trip the reads are waiting behind.
  */
-export async function setLike(
-  deps: { db: Db; changes: Pick<ChangeSignals, 'changed'> },
+export async function commitLike(
+  deps: LikeDeps,
   accountId: string,
   rawPostId: unknown,
   liked: boolean,

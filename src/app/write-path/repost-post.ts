@@ -13,6 +13,8 @@ import type { PlatformChain } from '../../adapters/solana/index.js';
 import { paidEngagementLegs, type Leg } from '../../domain/ledger/ledger.js';
 import { alreadyReposted, parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
 import { postKey, timelineKey } from '../change-signals.js';
+import { postCountsChanged, type LiveUpdatesDeps } from '../live-updates.js';
+import { awaitPaid, type AwaitPaymentDeps, type Paid } from './await-payment.js';
 import type { WritePathDeps } from './write-path-deps.js';
 import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
 import {
@@ -37,7 +39,24 @@ const REPOST_ONCE_CONSTRAINT = 'reposts_once_per_account';
 const UNIQUE_VIOLATION = '23505';
 
 /**
- * A paid repost ($1), written like a paid post (create-post.ts): one Postgres transaction holds
+ * A paid repost ($1), once per post, as REST and GraphQL call it: the repost committed
+ * (commitRepost), its payment awaited up to WRITE_TIMEOUT_MS, and the post's new repost count
+ * published (best effort, not awaited; as for a post, createPost).
+ */
+export async function repostPost(
+  deps: AwaitPaymentDeps & LiveUpdatesDeps,
+  reposterId: string,
+  rawPostId: unknown,
+  idempotency?: IdempotencyClaim,
+): Promise<Paid<CreatedRepost>> {
+  const repost = await awaitPaid(deps, await commitRepost(deps, reposterId, rawPostId, idempotency));
+  void postCountsChanged(deps, repost.repostOf);
+  return repost;
+}
+
+/**
+ * The commit alone, without the payment wait or the live update: for tests that drive the payment
+ * themselves. Written like a paid post (commitPost): one Postgres transaction holds
  * the ledger movement (kind 'repost'; the original author earns 50% unless the reposter is the
  * author), the repost row, the signed Solana transaction in the outbox and the 'post.reposted'
  * event. The payments worker sends it.
@@ -47,9 +66,9 @@ const UNIQUE_VIOLATION = '23505';
  * movement and outbox row roll back with it (no money moves, nothing is ever sent). A repost
  * whose payment failed on chain (refunded by the worker) does not count: it may be tried again.
  *
- * `idempotency` (REST's or GraphQL's Idempotency-Key): as for a paid post (createPaidPost).
+ * `idempotency` (REST's or GraphQL's Idempotency-Key): as for a paid post (commitPost).
  */
-export async function repostPost(
+export async function commitRepost(
   deps: WritePathDeps,
   reposterId: string,
   rawPostId: unknown,
@@ -119,7 +138,7 @@ export async function repostPost(
 }
 
 /**
- * The repost a dead request committed under the key being resumed, as repostPost returned it;
+ * The repost a dead request committed under the key being resumed, as commitRepost returned it;
  * undefined when its payment failed on chain and was reversed (or a later attempt replaced it):
  * nothing stayed charged, write anew. Its change signals go again (the request may have died
  * before sending them).

@@ -10,6 +10,7 @@ import { MAX_MEMO_BYTES } from '../../adapters/solana/index.js';
 import { AppError } from '../../domain/errors.js';
 import { sendLegs } from '../../domain/ledger/ledger.js';
 import { sendChainMemo, validateSendDraft, type SendInput } from '../../domain/sends/send-rules.js';
+import { awaitPaid, type AwaitPaymentDeps, type Paid } from './await-payment.js';
 import type { WritePathDeps } from './write-path-deps.js';
 import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
 import {
@@ -32,7 +33,21 @@ export interface CreatedSend {
 }
 
 /**
- * USDC from one user to another, written like a paid post (create-post.ts): one Postgres
+ * USDC to another account, as REST and GraphQL call it: the send committed (commitSend) and its
+ * payment awaited up to WRITE_TIMEOUT_MS (no live update: no post changed).
+ */
+export async function sendUsdc(
+  deps: AwaitPaymentDeps,
+  senderId: string,
+  input: SendInput,
+  idempotency?: IdempotencyClaim,
+): Promise<Paid<CreatedSend>> {
+  return awaitPaid(deps, await commitSend(deps, senderId, input, idempotency));
+}
+
+/**
+ * The commit alone, without the payment wait: for tests that drive the payment themselves. USDC
+ * from one user to another, written like a paid post (commitPost): one Postgres
  * statement commits the ledger movement (kind 'send': the sender's conditional debit, counted
  * spent; the recipient's credit, counted neither), the `sends` row, the signed Solana transaction
  * (the recipient's USDC account created if missing, one transferChecked from the sender's
@@ -40,9 +55,9 @@ export interface CreatedSend {
  * the send id and the memo) in the outbox and the 'send.created' event. The payments worker sends
  * it; a failure on chain reverses both legs.
  *
- * `idempotency` (REST's or GraphQL's Idempotency-Key): as for a paid post (createPaidPost).
+ * `idempotency` (REST's or GraphQL's Idempotency-Key): as for a paid post (commitPost).
  */
-export async function sendUsdc(
+export async function commitSend(
   deps: WritePathDeps,
   senderId: string,
   input: SendInput,
@@ -120,7 +135,7 @@ export async function sendUsdc(
 }
 
 /**
- * The send a dead request committed under the key being resumed, as sendUsdc returned it;
+ * The send a dead request committed under the key being resumed, as commitSend returned it;
  * undefined when its payment failed on chain and was reversed (nothing stayed charged: send anew).
  */
 async function committedSend(deps: WritePathDeps, sendId: string): Promise<CreatedSend | undefined> {

@@ -1,23 +1,17 @@
-import type { CreatedPost } from '../../../app/write-path/create-post.js';
-import {
-  likePost,
-  publishPost,
-  publishRepost,
-  sendAndWait,
-  type Paid,
-} from '../../../app/write-path/paid-writes.js';
-import type { CreatedRepost } from '../../../app/write-path/repost-post.js';
-import type { CreatedSend } from '../../../app/write-path/send-usdc.js';
+import type { Paid } from '../../../app/write-path/await-payment.js';
+import { likePost } from '../../../app/write-path/like-post.js';
+import { repostPost, type CreatedRepost } from '../../../app/write-path/repost-post.js';
+import { sendUsdc, type CreatedSend } from '../../../app/write-path/send-usdc.js';
 import type { LikeState } from '../../../domain/posts/engagement-rules.js';
 import { parseSendAmount } from '../../../domain/sends/send-rules.js';
 import { builder } from '../builder.js';
 import { IDEMPOTENCY_KEY_ARG_DESCRIPTION, runPaidMutation } from '../paid-mutation-key.js';
 
 /*
- * The write mutations: the same service functions and the same payment wait as their REST twins
- * (POST /posts, POST /posts/{id}/repost, POST /send, POST|DELETE /posts/{id}/like), with the same scopes and
- * rate-limit buckets. Money is a string-serialised MicroUsd; `status` says how far the payment
- * had got within WRITE_TIMEOUT_MS.
+ * The engagement and send mutations (createPost sits with the Post type, in post.ts): the same
+ * service functions and the same payment wait as their REST twins (POST /posts/{id}/repost,
+ * POST /send, POST|DELETE /posts/{id}/like), with the same scopes and rate-limit buckets. Money is
+ * a string-serialised MicroUsd; `status` says how far the payment had got within WRITE_TIMEOUT_MS.
  */
 
 export const PaymentStatus = builder.enumType('PaymentStatus', {
@@ -35,26 +29,6 @@ export const PaymentStatus = builder.enumType('PaymentStatus', {
       description: 'Not executed within WRITE_TIMEOUT_MS; the worker goes on (the swapTx is already known).',
     },
   } as const,
-});
-
-export const PostTypeEnum = builder.enumType('PostType', {
-  values: { POST: { value: 'post' }, REPLY: { value: 'reply' }, QUOTE: { value: 'quote' } } as const,
-});
-
-const PaidPost = builder.objectRef<Paid<CreatedPost>>('PaidPost').implement({
-  description: 'A post, reply or quote just paid for ($1).',
-  fields: (t) => ({
-    id: t.exposeID('id'),
-    type: t.field({ type: PostTypeEnum, resolve: (post) => post.type }),
-    content: t.exposeString('content'),
-    costUsdMicro: t.field({ type: 'MicroUsd', resolve: (post) => post.costMicro }),
-    swapTx: t.string({
-      description: 'The landed signature of the USDC payment.',
-      resolve: (post) => post.landedSwapTx,
-    }),
-    status: t.field({ type: PaymentStatus, resolve: (post) => post.settled }),
-    createdAt: t.expose('createdAt', { type: 'DateTime' }),
-  }),
 });
 
 const PaidRepost = builder.objectRef<Paid<CreatedRepost>>('PaidRepost').implement({
@@ -103,46 +77,7 @@ const LikeResult = builder.objectRef<LikeState>('LikeResult').implement({
   }),
 });
 
-const CreatePostInput = builder.inputType('CreatePostInput', {
-  fields: (t) => ({
-    content: t.string({
-      required: true,
-      description:
-        'Non-empty after trimming; at most 1,000 characters. Tab, line feed and CRLF are allowed; no other control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069).',
-    }),
-    type: t.field({ type: PostTypeEnum, required: true }),
-    parentId: t.id({ description: 'The post replied to (reply only).' }),
-    quotedPostId: t.id({ description: 'The post quoted (quote only).' }),
-  }),
-});
-
 builder.mutationFields((t) => ({
-  createPost: t.field({
-    type: PaidPost,
-    description: 'Post, reply or quote ($1 USDC). Needs `post`.',
-    authScopes: { post: true },
-    rateLimit: 'post',
-    args: {
-      input: t.arg({ type: CreatePostInput, required: true }),
-      idempotencyKey: t.arg.string({ description: IDEMPOTENCY_KEY_ARG_DESCRIPTION }),
-    },
-    resolve: async (_root, args, ctx, info) => {
-      const { input } = args;
-      return runPaidMutation(ctx, info, args, (claim) =>
-        publishPost(
-          ctx.deps,
-          ctx.viewer!.accountId,
-          {
-            content: input.content,
-            type: input.type,
-            parentId: input.parentId ? String(input.parentId) : null,
-            quotedPostId: input.quotedPostId ? String(input.quotedPostId) : null,
-          },
-          claim,
-        ),
-      );
-    },
-  }),
   repost: t.field({
     type: PaidRepost,
     description: 'Repost ($1 USDC); once per post. Needs `engage`.',
@@ -154,7 +89,7 @@ builder.mutationFields((t) => ({
     },
     resolve: async (_root, args, ctx, info) => {
       return runPaidMutation(ctx, info, args, (claim) =>
-        publishRepost(ctx.deps, ctx.viewer!.accountId, String(args.postId), claim),
+        repostPost(ctx.deps, ctx.viewer!.accountId, String(args.postId), claim),
       );
     },
   }),
@@ -170,7 +105,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, ctx, info) => {
       const { input } = args;
       return runPaidMutation(ctx, info, args, (claim) =>
-        sendAndWait(
+        sendUsdc(
           ctx.deps,
           ctx.viewer!.accountId,
           {

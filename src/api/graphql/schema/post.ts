@@ -1,12 +1,19 @@
 import { Kind, type FieldNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import type { Paid } from '../../../app/write-path/await-payment.js';
+import { createPost, type CreatedPost } from '../../../app/write-path/create-post.js';
 import type { Account } from '../../../domain/accounts/account.js';
 import { AppError } from '../../../domain/errors.js';
 import { parsePostId } from '../../../domain/posts/engagement-rules.js';
 import type { PostAuthor, PostView } from '../../../domain/posts/post-read-model.js';
 import { builder } from '../builder.js';
+import { IDEMPOTENCY_KEY_ARG_DESCRIPTION, runPaidMutation } from '../paid-mutation-key.js';
 import { AccountRef } from './account.js';
-import { PostTypeEnum } from './engagement.js';
+import { PaymentStatus } from './engagement.js';
 import { accountLoader, likedLoader, postLoader, trendingScoreLoader } from './post-loaders.js';
+
+export const PostTypeEnum = builder.enumType('PostType', {
+  values: { POST: { value: 'post' }, REPLY: { value: 'reply' }, QUOTE: { value: 'quote' } } as const,
+});
 
 /**
  * A post as the read path shows it (REST GET /posts/{id}), with its thread context as fields: a
@@ -122,6 +129,69 @@ builder.queryFields((t) => ({
         throw error;
       }
       return postLoader(ctx).load(postId);
+    },
+  }),
+}));
+
+/*
+ * Writing a post: the twin of REST POST /posts (same use case, payment wait, scope and rate-limit
+ * bucket); `status` says how far the payment had got within WRITE_TIMEOUT_MS.
+ */
+
+const PaidPost = builder.objectRef<Paid<CreatedPost>>('PaidPost').implement({
+  description: 'A post, reply or quote just paid for ($1).',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    type: t.field({ type: PostTypeEnum, resolve: (post) => post.type }),
+    content: t.exposeString('content'),
+    costUsdMicro: t.field({ type: 'MicroUsd', resolve: (post) => post.costMicro }),
+    swapTx: t.string({
+      description: 'The landed signature of the USDC payment.',
+      resolve: (post) => post.landedSwapTx,
+    }),
+    status: t.field({ type: PaymentStatus, resolve: (post) => post.settled }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
+const CreatePostInput = builder.inputType('CreatePostInput', {
+  fields: (t) => ({
+    content: t.string({
+      required: true,
+      description:
+        'Non-empty after trimming; at most 1,000 characters. Tab, line feed and CRLF are allowed; no other control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069).',
+    }),
+    type: t.field({ type: PostTypeEnum, required: true }),
+    parentId: t.id({ description: 'The post replied to (reply only).' }),
+    quotedPostId: t.id({ description: 'The post quoted (quote only).' }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  createPost: t.field({
+    type: PaidPost,
+    description: 'Post, reply or quote ($1 USDC). Needs `post`.',
+    authScopes: { post: true },
+    rateLimit: 'post',
+    args: {
+      input: t.arg({ type: CreatePostInput, required: true }),
+      idempotencyKey: t.arg.string({ description: IDEMPOTENCY_KEY_ARG_DESCRIPTION }),
+    },
+    resolve: async (_root, args, ctx, info) => {
+      const { input } = args;
+      return runPaidMutation(ctx, info, args, (claim) =>
+        createPost(
+          ctx.deps,
+          ctx.viewer!.accountId,
+          {
+            content: input.content,
+            type: input.type,
+            parentId: input.parentId ? String(input.parentId) : null,
+            quotedPostId: input.quotedPostId ? String(input.quotedPostId) : null,
+          },
+          claim,
+        ),
+      );
     },
   }),
 }));

@@ -8,7 +8,7 @@ import type { PostAuthor, PostView } from '../../../domain/posts/post-read-model
 import { builder } from '../builder.js';
 import { IDEMPOTENCY_KEY_ARG_DESCRIPTION, runPaidMutation } from '../paid-mutation-key.js';
 import { AccountRef } from './account.js';
-import { PaymentStatus } from './engagement.js';
+import { PaymentStatus } from './payment-status.js';
 import { accountLoader, likedLoader, postLoader, trendingScoreLoader } from './post-loaders.js';
 
 export const PostTypeEnum = builder.enumType('PostType', {

@@ -5,7 +5,7 @@ import { formatMicroUsd } from '../../../domain/money/usd.js';
 import { builder } from '../builder.js';
 import { IDEMPOTENCY_KEY_ARG_DESCRIPTION, runPaidMutation } from '../paid-mutation-key.js';
 import { ViewerRef } from './account.js';
-import { PaymentStatus } from './engagement.js';
+import { PaymentStatus } from './payment-status.js';
 
 /*
  * Swap to USDC: the twins of GET /swap-quote and POST /swap-to-usdc, calling the same service

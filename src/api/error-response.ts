@@ -60,6 +60,24 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
 }
 
 /**
+ * An error as every route answers it: toErrorResponse's status and body, and Retry-After when the
+ * error says when to come back (429, and 503s that know). Fastify's error handler (server.ts) and
+ * the cached reads (cached-reads/) both answer with it.
+ */
+export function errorAnswer(error: unknown): {
+  status: number;
+  body: ErrorBody;
+  headers: Record<string, string>;
+} {
+  const { status, body } = toErrorResponse(error);
+  const headers: Record<string, string> = {};
+  if (error instanceof AppError && typeof error.details.retryAfterSeconds === 'number') {
+    headers['retry-after'] = String(error.details.retryAfterSeconds);
+  }
+  return { status, body, headers };
+}
+
+/**
  * The answer to a request node refused before any route saw all of it (the server's clientError):
  * one that did not arrive within REQUEST_RECEIVE_TIMEOUT_MS, headers too large, or bytes that are
  * not HTTP.

@@ -6,7 +6,6 @@ import Fastify, {
   type FastifyInstance,
 } from 'fastify';
 import type { DependencyTracker } from '../app/read-cache.js';
-import { AppError } from '../domain/errors.js';
 import type { ApiDeps } from '../app/api-deps.js';
 import type { ErrorBody } from './error-map.js';
 import { registerDashboards } from './dashboards/dashboard.routes.js';
@@ -14,13 +13,17 @@ import { registerOperationsRoutes } from './operations.routes.js';
 import { createLiveStreams, type LiveStreams } from './graphql/live-streams.js';
 import { fastGraphqlAnswer, type GraphqlAnswer } from './graphql/fast-path.js';
 import { createGraphqlResponseCache, type GraphqlResponseCache } from './graphql/response-cache.js';
-import { createFronts, KEEP_ALIVE_TIMEOUT_MS, type Fronts } from './fronts.js';
+import {
+  createCachedReadsServer,
+  KEEP_ALIVE_TIMEOUT_MS,
+  type CachedReadsServer,
+} from './cached-reads/cached-reads-server.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
 import { createFeedPages } from './rest/feed-pages.js';
 import { registerRestRoutes } from './rest/routes.js';
 import { trustProxyHops } from './trust-proxy.js';
-import { BODY_LIMIT_BYTES, toErrorResponse } from './error-response.js';
+import { BODY_LIMIT_BYTES, errorAnswer } from './error-response.js';
 import { recordRequest } from './request-record.js';
 
 const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -32,6 +35,12 @@ export interface ServerOptions {
    * OpenAPI printer, which builds the routes without backing services, leaves it out.
    */
   queueBoard?: boolean;
+  /**
+   * Answer kept feed pages and GraphQL answers before Fastify (default true; see
+   * cached-reads/cached-reads-server.ts). False sends every request through Fastify's routes, with
+   * the same caches: the contract test compares the two.
+   */
+  cachedReadsFirst?: boolean;
 }
 
 export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): Promise<FastifyInstance> {
@@ -39,16 +48,18 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
   const loggerInstance: FastifyBaseLogger = deps.logger;
   const feedPages = createFeedPages(deps);
   const graphqlAnswers = createGraphqlResponseCache(deps);
-  // Kept feed pages and GraphQL answers are given before Fastify (fronts.ts).
-  const fronts = createFronts(deps, feedPages, graphqlAnswers);
+  // Kept feed pages and GraphQL answers are given before Fastify (cached-reads/).
+  const cachedReads = createCachedReadsServer(deps, feedPages, graphqlAnswers, {
+    first: options.cachedReadsFirst ?? true,
+  });
   // Open event streams (GraphQL subscriptions and REST's GET /events/stream), counted per account.
   const streams = createLiveStreams(deps);
   const app: FastifyInstance = Fastify({
     loggerInstance,
-    serverFactory: fronts.serverFactory,
+    serverFactory: cachedReads.serverFactory,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     // A request not received within REQUEST_RECEIVE_TIMEOUT_MS is answered 408 with our JSON body.
-    clientErrorHandler: fronts.clientErrorHandler,
+    clientErrorHandler: cachedReads.clientErrorHandler,
     // One readable line per request (below) instead of Fastify's two JSON lines.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
@@ -124,12 +135,9 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const { status, body } = toErrorResponse(error);
+    const { status, body, headers } = errorAnswer(error);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    if (error instanceof AppError && typeof error.details.retryAfterSeconds === 'number') {
-      void reply.header('retry-after', String(error.details.retryAfterSeconds));
-    }
-    return reply.status(status).send(body);
+    return reply.status(status).headers(headers).send(body);
   });
 
   app.setNotFoundHandler((request, reply) =>
@@ -152,10 +160,10 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
   );
 
   app.addHook('preClose', (done) => {
-    fronts.close();
+    cachedReads.close();
     done();
   });
-  mountGraphql(app, deps, graphqlAnswers, fronts, streams);
+  mountGraphql(app, deps, graphqlAnswers, cachedReads, streams);
   await registerDashboards(app, deps, { queueBoard: options.queueBoard ?? true });
   return app;
 }
@@ -165,7 +173,7 @@ function mountGraphql(
   app: FastifyInstance,
   deps: ApiDeps,
   answers: GraphqlResponseCache,
-  fronts: Pick<Fronts, 'payloadOf'>,
+  cachedReads: Pick<CachedReadsServer, 'payloadOf'>,
   streams: LiveStreams,
 ): void {
   // Every subscription is admitted (counted, or refused) by the live streams' plugin when Yoga is
@@ -183,8 +191,8 @@ function mountGraphql(
   app.route({
     url: yoga.graphqlEndpoint,
     method: ['GET', 'POST', 'OPTIONS'],
-    // A body the GraphQL front read before handing the request over (graphql/graphql-front.ts).
-    preParsing: (request, _reply, payload, done) => done(null, fronts.payloadOf(request.raw, payload)),
+    // A body read before the request was handed over (cached-reads/cached-graphql-reads.ts).
+    preParsing: (request, _reply, payload, done) => done(null, cachedReads.payloadOf(request.raw, payload)),
     handler: async (req, reply) => {
       const execute = async (track?: DependencyTracker): Promise<GraphqlAnswer> => {
         const fast = await fastGraphqlAnswer(yoga, { req, reply, track });

@@ -34,7 +34,7 @@ export interface ReadCache<T> {
    * `refresh` (a `background` cache) it starts the refresh `get` would start; otherwise a stale
    * entry whose refresh is due gives undefined, so the caller's `get` runs it. For callers that
    * answer hits on a path of their own and leave everything else to the full request path
-   * (api/rest/feed-front.ts, api/graphql/graphql-front.ts).
+   * (api/cached-reads/).
    */
   answerNow(
     key: string,

@@ -1,8 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { spend } from '../rate-limit-spend.js';
-import { clientSubject } from '../client-subject.js';
+import { admit } from '../admission.js';
 import type { Scope } from '../../domain/auth/api-key.js';
-import { authenticate, requireScope, type Viewer } from '../../domain/auth/api-keys.service.js';
+import type { Viewer } from '../../domain/auth/api-keys.service.js';
 import type { RateLimitBucket } from '../../domain/rate-limits/rate-limit-policy.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 
@@ -19,19 +18,17 @@ declare module 'fastify' {
 }
 
 /**
- * One onRequest hook for every /api/v1 route, in the order a client can act on: 401 (who are you),
- * 403 (what may this key do), then 429 (how fast). Rate limits count per account, so a second
- * key does not double the budget; public routes (sign-up) count per client IP.
+ * One onRequest hook for every /api/v1 route: the route's scope and bucket admitted (admission.ts:
+ * 401, 403, then 429), the viewer kept on the request.
  */
 export function createAuthHook(deps: ApiDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const { scope, bucket } = request.routeOptions.config;
-    let subject = clientSubject(request.ip);
-    if (scope) {
-      request.viewer = await authenticate(deps.apiKeys, request.headers.authorization);
-      requireScope(request.viewer, scope);
-      subject = request.viewer.accountId;
-    }
-    if (bucket) await spend(deps, reply, bucket, subject);
+    const viewer = await admit(
+      deps,
+      { authorization: request.headers.authorization, clientIp: request.ip },
+      request.routeOptions.config,
+      reply,
+    );
+    if (viewer) request.viewer = viewer;
   };
 }

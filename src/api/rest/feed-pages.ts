@@ -9,11 +9,18 @@ import {
 } from '../../app/read-cache.js';
 import { parseFeedSort } from '../../domain/posts/read-cursors.js';
 import type { ApiDeps } from '../../app/api-deps.js';
+import type { Admission } from '../admission.js';
 import { readDepsOf } from '../read-deps.js';
 import { feedPageJson } from './post-views.js';
 
 /** Distinct feed pages (sort, cursor, limit) kept at once; the oldest goes first. */
 const FEED_CACHE_MAX_PAGES = 1_000;
+
+/**
+ * What GET /api/v1/feed asks of its callers (the route's config, and the cached reads answered
+ * before Fastify: cached-reads/cached-feed-reads.ts): a key with `read`, spending the `read` bucket.
+ */
+export const FEED_ADMISSION = { scope: 'read', bucket: 'read' } as const satisfies Admission;
 
 /** GET /api/v1/feed's query as Fastify parsed and validated it. */
 export interface FeedQuery {
@@ -27,10 +34,11 @@ export interface FeedQuery {
  * the same for every reader (it holds nothing of the viewer's), and its first pages are what every
  * client polls: a page is kept until a change of what it shows (app/read-cache.ts), refreshed in
  * the background while other readers get the page they had for at most READ_STALE_MS. Shared by
- * the route (feed.routes.ts) and the front that answers kept pages (feed-front.ts).
+ * the route (feed.routes.ts) and the cached reads answered before Fastify
+ * (cached-reads/cached-feed-reads.ts).
  */
 export interface FeedPages {
-  /** The page asked for, with its cache key computed once (the front asks up to three things of it). */
+  /** The page asked for, with its cache key computed once (cached reads ask up to three things of it). */
   page(baseUrl: string, query: FeedQuery): FeedPage;
   /** The page: kept, shared with a computation in flight, or computed. */
   get(page: FeedPage, viewer: string | undefined): Promise<Buffer>;

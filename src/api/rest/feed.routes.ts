@@ -5,7 +5,7 @@ import { userTimeline } from '../../app/feed/user-timeline.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { readDepsOf } from '../read-deps.js';
 import { baseUrlOf } from '../base-url.js';
-import type { FeedPages } from './feed-pages.js';
+import { FEED_ADMISSION, type FeedPages } from './feed-pages.js';
 import { feedItem, pageQuery, postPage, singlePost, timelineItem } from './post-schemas.js';
 import { singlePostView, timelineItemView } from './post-views.js';
 import { authErrors, errorBody, handleParams, postIdParams } from './schemas.js';
@@ -15,13 +15,13 @@ import { authErrors, errorBody, handleParams, postIdParams } from './schemas.js'
  * timeline. All need `read` and spend the `read` bucket. Posts whose payment failed on chain are
  * shown nowhere. deps is read only inside handlers: the OpenAPI printer registers routes with
  * deps that refuse use. Feed pages are kept as JSON bytes (feed-pages.ts); the kept ones are also
- * answered by feed-front.ts before this route.
+ * answered before this route (src/api/cached-reads/).
  */
 export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPages: FeedPages): void {
   typedRoutes(api).get(
     '/feed',
     {
-      config: { scope: 'read', bucket: 'read' },
+      config: FEED_ADMISSION,
       schema: {
         summary: 'Global feed (trending or latest)',
         description:

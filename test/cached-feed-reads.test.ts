@@ -3,16 +3,16 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRateLimiter } from '../src/adapters/redis/rate-limiter.js';
-import { createFeedFront, type FeedFront } from '../src/api/rest/feed-front.js';
+import { createCachedFeedReads, type CachedFeedReads } from '../src/api/cached-reads/cached-feed-reads.js';
 import { createFeedPages, type FeedPages } from '../src/api/rest/feed-pages.js';
 import { lookupIdOf } from '../src/domain/auth/api-key.js';
 import type { ApiDeps } from '../src/app/api-deps.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 
 /**
- * The front that answers kept feed pages before Fastify (src/api/rest/feed-front.ts), on a
- * node:http server of its own: whatever it does not take is answered 599 here, so every answer
- * below says who gave it. Its answers are compared with the route's (the harness's real server)
+ * The cached reads that answer kept feed pages before Fastify
+ * (src/api/cached-reads/cached-feed-reads.ts), on a node:http server of their own: whatever they do
+ * not take is answered 599 here, so every answer below says who gave it. Its answers are compared with the route's (the harness's real server)
  * for the same request, Host header included (avatar URLs carry the base URL).
  */
 let h: ServiceHarness;
@@ -46,7 +46,7 @@ function get(
 }
 
 /** A server where only `front` answers (599: not taken). */
-async function frontServer(front: FeedFront): Promise<{ port: number; server: Server }> {
+async function frontServer(front: CachedFeedReads): Promise<{ port: number; server: Server }> {
   const server = createServer((req, res) => {
     if (!front.take(req, res)) {
       res.writeHead(599);
@@ -82,7 +82,7 @@ describe('a kept page', () => {
   let server: Server;
   beforeAll(async () => {
     pages = createFeedPages(h.env.app);
-    ({ port, server } = await frontServer(createFeedFront(h.env.app, pages)));
+    ({ port, server } = await frontServer(createCachedFeedReads(h.env.app, pages)));
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
@@ -204,7 +204,7 @@ test('spends the read bucket with its RateLimit headers and refuses past it (429
     rateLimiter: createRateLimiter(app.redis, { prefix: `${app.config.REDIS_PREFIX}front`, multiplier: 1 }),
   };
   const pages = createFeedPages(limited);
-  const { port, server } = await frontServer(createFeedFront(limited, pages));
+  const { port, server } = await frontServer(createCachedFeedReads(limited, pages));
   try {
     await pages.get(pages.page(BASE, { sort: 'latest' }), undefined);
     // Windows are whole minutes: start the burst early in one so it cannot straddle two.
@@ -226,7 +226,7 @@ test('spends the read bucket with its RateLimit headers and refuses past it (429
 
 test('takes nothing once closed', async () => {
   const pages = createFeedPages(h.env.app);
-  const front = createFeedFront(h.env.app, pages);
+  const front = createCachedFeedReads(h.env.app, pages);
   const { port, server } = await frontServer(front);
   try {
     await pages.get(pages.page(BASE, { sort: 'latest' }), undefined);

@@ -1,25 +1,25 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { authenticate, authenticateNow, requireScope } from '../../domain/auth/api-keys.service.js';
-import { AppError } from '../../domain/errors.js';
 import type { ApiDeps } from '../../app/api-deps.js';
-import { toErrorResponse } from '../error-response.js';
-import { headersInto, protocolOf, viaProxy } from '../front-request.js';
-import { spend } from '../rate-limit-spend.js';
+import { admit, admitNow } from '../admission.js';
+import { errorAnswer } from '../error-response.js';
+import { headersInto } from '../rate-limit-spend.js';
 import { recordRequest } from '../request-record.js';
-import type { FeedPage, FeedPages, FeedQuery } from './feed-pages.js';
+import { FEED_ADMISSION, type FeedPage, type FeedPages, type FeedQuery } from '../rest/feed-pages.js';
+import { protocolOf, viaProxy } from './raw-request.js';
 
 /** The route as Fastify names it in metrics. */
 const FEED_ROUTE = '/api/v1/feed';
+
 /**
- * The query characters the front reads itself: no percent-encoding and no `+`, so it reads a query
+ * The query characters read here: no percent-encoding and no `+`, so it reads a query
  * exactly as Fastify's parser does (cursors are base64url; sort and limit are words and digits).
  */
 const PLAIN_QUERY = /^[A-Za-z0-9_.~=&-]*$/;
 const QUERY_FIELDS = new Set<string>(['sort', 'cursor', 'limit']);
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-export interface FeedFront {
+export interface CachedFeedReads {
   /**
    * Takes the request when it is a GET of a feed page that is kept (answering it, or its error,
    * itself) and returns true; returns false, having done nothing, for anything else, which
@@ -31,7 +31,7 @@ export interface FeedFront {
 }
 
 /**
- * GET /api/v1/feed answered before Fastify when its page is kept (feed-pages.ts).
+ * GET /api/v1/feed answered before Fastify when its page is kept (rest/feed-pages.ts).
  *
  * Why: the feed's first pages are what every client polls, and they are answered from the cache
  * almost always, even while posts and likes are paid (a page stale for under READ_STALE_MS is
@@ -43,12 +43,13 @@ export interface FeedFront {
  * authenticated and must carry `read` (401/403 as the route answers them), the `read` bucket is
  * spent with its RateLimit headers (429), a viewer who wrote since the page was computed gets a
  * page computed after the write, errors are the route's JSON with the route's status, and the
- * request is counted in the HTTP metrics and logged under the route's name. Only requests the
- * front can read exactly as Fastify would are taken: a first-time query (not yet validated by the
+ * request is counted in the HTTP metrics and logged under the route's name; admission, error
+ * answers, metrics and the log line are the very functions Fastify's path calls (admission.ts,
+ * error-response.ts, request-record.ts). Only requests read here exactly as Fastify would are taken: a first-time query (not yet validated by the
  * route), a query with encoded characters, repeated or unknown fields, a body, or X-Forwarded-*
  * headers go to Fastify, as does everything once the server closes.
  */
-export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
+export function createCachedFeedReads(deps: ApiDeps, pages: FeedPages): CachedFeedReads {
   let closed = false;
 
   const send = (
@@ -63,6 +64,7 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
     headers['content-length'] = String(body.length);
     res.writeHead(status, headers);
     res.end(body);
+    deps.metrics.cachedReads.inc({ route: FEED_ROUTE });
     recordRequest(deps, deps.logger, {
       method: 'GET',
       url: req.url ?? FEED_ROUTE,
@@ -86,9 +88,8 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
     authorization: string,
     started: number,
   ): boolean => {
-    if (deps.rateLimiter.counts('read')) return false;
-    const viewer = authenticateNow(deps.apiKeys, authorization);
-    if (!viewer?.scopes.has('read')) return false;
+    const viewer = admitNow(deps, authorization, FEED_ADMISSION);
+    if (!viewer) return false;
     const body = pages.answerNow(page, viewer.accountId);
     if (!body) return false;
     send(req, res, 200, {}, body, started);
@@ -106,18 +107,15 @@ export function createFeedFront(deps: ApiDeps, pages: FeedPages): FeedFront {
     let status = 200;
     let body: Buffer;
     try {
-      const viewer = await authenticate(deps.apiKeys, authorization);
-      requireScope(viewer, 'read');
-      await spend(deps, headersInto(headers), 'read', viewer.accountId);
+      const presented = { authorization, clientIp: req.socket.remoteAddress ?? '' };
+      const viewer = (await admit(deps, presented, FEED_ADMISSION, headersInto(headers)))!;
       body = pages.answerNow(page, viewer.accountId) ?? (await pages.get(page, viewer.accountId));
     } catch (error) {
-      const refused = toErrorResponse(error);
+      const refused = errorAnswer(error);
       status = refused.status;
       body = Buffer.from(JSON.stringify(refused.body));
+      Object.assign(headers, refused.headers);
       if (status >= 500) deps.logger.error({ err: error }, 'request failed');
-      if (error instanceof AppError && typeof error.details.retryAfterSeconds === 'number') {
-        headers['retry-after'] = String(error.details.retryAfterSeconds);
-      }
     }
     send(req, res, status, headers, body, started);
   };

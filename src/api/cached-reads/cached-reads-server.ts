@@ -8,13 +8,13 @@ import {
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
-import type { ApiDeps } from '../app/api-deps.js';
-import { clientErrorResponse, REQUEST_RECEIVE_TIMEOUT_MS } from './error-response.js';
-import { createGraphqlFront, type HandOver } from './graphql/graphql-front.js';
-import type { GraphqlResponseCache } from './graphql/response-cache.js';
-import { recordRequest } from './request-record.js';
-import { createFeedFront } from './rest/feed-front.js';
-import type { FeedPages } from './rest/feed-pages.js';
+import type { ApiDeps } from '../../app/api-deps.js';
+import { clientErrorResponse, REQUEST_RECEIVE_TIMEOUT_MS } from '../error-response.js';
+import type { GraphqlResponseCache } from '../graphql/response-cache.js';
+import { recordRequest } from '../request-record.js';
+import type { FeedPages } from '../rest/feed-pages.js';
+import { createCachedFeedReads } from './cached-feed-reads.js';
+import { createCachedGraphqlReads, type HandOver } from './cached-graphql-reads.js';
 
 /** Fastify's default, set here because the server is ours (serverFactory). */
 export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
@@ -24,11 +24,11 @@ export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
  */
 const RECEIVE_CHECK_EVERY_MS = 1_000;
 
-export interface Fronts {
-  /** Fastify's serverFactory: a node:http server where the fronts see each request first. */
+export interface CachedReadsServer {
+  /** Fastify's serverFactory: a node:http server where the cached reads see each request first. */
   serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) => Server;
   /**
-   * The body a front read before handing the request to Fastify, as the payload the route parses
+   * The body read here before handing the request to Fastify, as the payload the route parses
    * (a preParsing hook); the request's own stream otherwise.
    */
   payloadOf: <P extends Readable>(req: IncomingMessage, payload: P) => P | Readable;
@@ -42,13 +42,29 @@ export interface Fronts {
 }
 
 /**
- * The answers kept by the read caches (feed pages, GraphQL reads) given before Fastify: see
- * rest/feed-front.ts and graphql/graphql-front.ts for why and for what each takes. Everything
- * else, and whatever a front hands over, is Fastify's.
+ * The node:http server under Fastify, which answers the reads its caches keep before Fastify sees
+ * them: kept feed pages (cached-feed-reads.ts) and kept GraphQL answers (cached-graphql-reads.ts).
+ *
+ * Why a second way in: a cache hit is most of what clients ask, and Fastify's request lifecycle
+ * (routing, a request and a reply object, hooks) costs about as much as the hit itself. Measured
+ * with the same cache answered from Fastify's first onRequest hook instead of here, REST feed hits
+ * ran at 56-62 % of a plain node:http server against 70-77 % here, GraphQL at 27-33 % against
+ * 36-44 % (bench:feed, docs/benchmarks.md). What the two ways share is one implementation each of
+ * admission (admission.ts: 401, 403, 429 with RateLimit headers), error answers
+ * (error-response.ts), metrics and the log line (request-record.ts); test/cached-reads-contract
+ * runs every cached route both ways and compares the answers.
+ *
+ * Everything else, whatever is handed over, and everything once the server closes, is Fastify's.
+ * `first: false` hands every request to Fastify (the contract test's other way).
  */
-export function createFronts(deps: ApiDeps, feedPages: FeedPages, answers: GraphqlResponseCache): Fronts {
-  const feed = createFeedFront(deps, feedPages);
-  const graphql = createGraphqlFront(deps, answers);
+export function createCachedReadsServer(
+  deps: ApiDeps,
+  feedPages: FeedPages,
+  answers: GraphqlResponseCache,
+  { first = true }: { first?: boolean } = {},
+): CachedReadsServer {
+  const feed = createCachedFeedReads(deps, feedPages);
+  const graphql = createCachedGraphqlReads(deps, answers);
   const readBodies = new WeakMap<IncomingMessage, Buffer>();
   /** The latest request on each connection and its answer, with when it began (performance.now). */
   const latest = new WeakMap<Socket, { req: IncomingMessage; res: ServerResponse; started: number }>();
@@ -68,7 +84,7 @@ export function createFronts(deps: ApiDeps, feedPages: FeedPages, answers: Graph
         },
         (req, res) => {
           latest.set(req.socket, { req, res, started: performance.now() });
-          if (!feed.take(req, res) && !graphql.take(req, res, handOver)) handler(req, res);
+          if (!first || (!feed.take(req, res) && !graphql.take(req, res, handOver))) handler(req, res);
         },
       );
       server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;

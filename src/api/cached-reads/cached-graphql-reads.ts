@@ -3,17 +3,23 @@ import { performance } from 'node:perf_hooks';
 import { authenticate } from '../../domain/auth/api-keys.service.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { clientSubject } from '../client-subject.js';
-import { headersInto, protocolOf, viaProxy } from '../front-request.js';
 import { BODY_LIMIT_BYTES } from '../error-response.js';
+import {
+  answerKey,
+  spendAsExecuted,
+  type GraphqlBody,
+  type GraphqlResponseCache,
+} from '../graphql/response-cache.js';
+import { headersInto } from '../rate-limit-spend.js';
 import { recordRequest } from '../request-record.js';
-import { answerKey, spendAsExecuted, type GraphqlBody, type GraphqlResponseCache } from './response-cache.js';
+import { protocolOf, viaProxy } from './raw-request.js';
 
 export const GRAPHQL_PATH = '/graphql';
 
-/** Hands a request to Fastify, with its body when the front has read it already. */
+/** Hands a request to Fastify, with its body when it was read here already. */
 export type HandOver = (req: IncomingMessage, res: ServerResponse, body?: Buffer) => void;
 
-export interface GraphqlFront {
+export interface CachedGraphqlReads {
   /**
    * Takes a POST /graphql that may be a kept answer (returns true): answers it when it is one,
    * else hands it, with the body it read, to `handOver`. Returns false, having read nothing, for
@@ -25,7 +31,7 @@ export interface GraphqlFront {
 }
 
 /**
- * Kept GraphQL answers (response-cache.ts) given before Fastify and Yoga, as rest/feed-front.ts
+ * Kept GraphQL answers (graphql/response-cache.ts) given before Fastify and Yoga, as cached-feed-reads.ts
  * gives kept feed pages, and for the same reason: a client polling the feed is answered from the
  * cache almost always, and what the hit then costs is the framework around it.
  *
@@ -38,7 +44,7 @@ export interface GraphqlFront {
  * spending what its execution spent, with its headers and the RateLimit ones, to a viewer that did
  * not write since it was computed; it is counted and logged under the route's name.
  */
-export function createGraphqlFront(deps: ApiDeps, answers: GraphqlResponseCache): GraphqlFront {
+export function createCachedGraphqlReads(deps: ApiDeps, answers: GraphqlResponseCache): CachedGraphqlReads {
   let closed = false;
 
   const answerOrHandOver = async (
@@ -80,6 +86,7 @@ export function createGraphqlFront(deps: ApiDeps, answers: GraphqlResponseCache)
     sent['content-length'] = String(kept.body.length);
     res.writeHead(200, sent);
     res.end(kept.body);
+    deps.metrics.cachedReads.inc({ route: GRAPHQL_PATH });
     recordRequest(deps, deps.logger, {
       method: 'POST',
       url: GRAPHQL_PATH,

@@ -2,14 +2,14 @@ import { createServer, request, type IncomingHttpHeaders, type Server } from 'no
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRateLimiter } from '../src/adapters/redis/rate-limiter.js';
-import { createGraphqlFront, type HandOver } from '../src/api/graphql/graphql-front.js';
+import { createCachedGraphqlReads, type HandOver } from '../src/api/cached-reads/cached-graphql-reads.js';
 import { answerKey, type GraphqlResponseCache, type KeptAnswer } from '../src/api/graphql/response-cache.js';
 import type { ApiDeps } from '../src/app/api-deps.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 
 /**
- * The front that gives kept GraphQL answers before Fastify (src/api/graphql/graphql-front.ts), on
- * a node:http server of its own whose hand-over answers 599 with the body it was handed: every
+ * The cached reads that give kept GraphQL answers before Fastify
+ * (src/api/cached-reads/cached-graphql-reads.ts), on a node:http server of their own whose hand-over answers 599 with the body it was handed: every
  * answer says who gave it, and a handed-over body can be compared with the one sent. The kept
  * answers come from a table of our own behind the response cache's interface; the real cache and
  * the route around it are tested in graphql-read, read-cache and graphql-limits.
@@ -73,7 +73,7 @@ async function frontServer(
   deps: ApiDeps,
   answers: GraphqlResponseCache,
 ): Promise<{ port: number; server: Server; close: () => void }> {
-  const front = createGraphqlFront(deps, answers);
+  const front = createCachedGraphqlReads(deps, answers);
   const handOver: HandOver = (_req, res, body) => {
     res.writeHead(599, { 'content-type': 'text/plain' });
     res.end(body ?? 'no body');

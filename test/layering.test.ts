@@ -100,6 +100,31 @@ function storageIn(file: string, text: string): string[] {
   return found;
 }
 
+/**
+ * Telling others of a committed write: the read caches (`.changed(` on the change signals) or the
+ * GraphQL subscribers (`liveEvents.publish(`). src/app/commit-notifier.ts alone does it, so one
+ * table says what each write tells whom. The other files allowed to, and why:
+ */
+const TELLERS: Readonly<Record<string, string>> = {
+  'src/app/commit-notifier.ts': 'the notifier',
+  'src/app/change-signals.ts': 'carries the change keys to other processes over Redis',
+  'src/app/events/account-events.ts':
+    'wakes the event log’s own readers early (its topic is read nowhere else; the log is what the write committed)',
+  'src/adapters/redis/payments-queue.ts':
+    'hands the worker’s payment outcome to the request waiting on it (nothing a reader is shown)',
+};
+
+function tellingIn(file: string, text: string): string[] {
+  const found: string[] = [];
+  for (const [pattern, what] of [
+    [/\.changed\(/, 'tells the read caches of a change'],
+    [/liveEvents\s*\??\.\s*publish\(/, 'publishes a live event'],
+  ] as const) {
+    if (pattern.test(text)) found.push(`${file} ${what}`);
+  }
+  return found;
+}
+
 describe('layering', () => {
   test('no use case under src/app holds SQL or imports Kysely', () => {
     const files = sourceFiles('src/app');
@@ -119,6 +144,24 @@ describe('layering', () => {
       'src/app/x.ts holds a Kysely transaction',
     ]);
     expect(storageIn('src/app/x.ts', "import type { Tx } from '../adapters/postgres/tx.js';")).toEqual([]);
+  });
+
+  test('only the commit notifier tells the read caches or subscribers of a committed write', () => {
+    const files = ['src', 'workers'].flatMap(sourceFiles).filter((file) => !(file in TELLERS));
+    expect(files.length).toBeGreaterThan(100);
+    expect(files.flatMap((file) => tellingIn(file, readFileSync(file, 'utf8')))).toEqual([]);
+    // The check sees each form, and the notifier's own calls.
+    expect(tellingIn('src/app/x.ts', 'deps.changes.changed(postKey(id));')).toEqual([
+      'src/app/x.ts tells the read caches of a change',
+    ]);
+    expect(tellingIn('workers/y.ts', "void app.liveEvents\n  .publish('post-created', { postId });")).toEqual(
+      ['workers/y.ts publishes a live event'],
+    );
+    expect(tellingIn('src/app/x.ts', 'if (state.changed) return; const changed = [];')).toEqual([]);
+    const notifier = 'src/app/commit-notifier.ts';
+    expect(tellingIn(notifier, readFileSync(notifier, 'utf8'))).toHaveLength(2);
+    for (const file of Object.keys(TELLERS))
+      expect(tellingIn(file, readFileSync(file, 'utf8')), file).not.toEqual([]);
   });
 
   test('no file imports across a forbidden layer boundary', () => {

@@ -1,5 +1,6 @@
 import type { App } from '../src/app/app.js';
 import { startLoop, type BackgroundLoop } from '../src/app/background-loop.js';
+import { notifyCommitted } from '../src/app/commit-notifier.js';
 import { buildTrendingSnapshot } from '../src/app/feed/trending.js';
 
 /** How often the trending ranking is rebuilt (a new versioned snapshot each time). */
@@ -18,7 +19,7 @@ export function startTrendingBuilder(app: App): BackgroundLoop {
         redisPrefix: app.config.REDIS_PREFIX,
         cursorSecret: app.cursorSecret,
       });
-      app.changes.changed('trending'); // new ranks and scores for the cached trending reads
+      notifyCommitted(app, { kind: 'trending-rebuilt' });
       return false;
     },
   });

@@ -106,11 +106,12 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
     }),
   });
 
-  // What a write changed is told by the code that made it (the write paths and stores, with keys
-  // naming what changed: app/change-signals.ts). Here only who wrote is noted, before the answer
-  // leaves: a REST request that may have written (any method but GET/HEAD/OPTIONS) and succeeded
-  // makes its account read past every cached entry computed before it (read-your-writes, see
-  // app/read-cache.ts). GraphQL mutations note theirs in graphql/response-cache.ts.
+  // What a write changed is told by the code that made it (the write paths and stores, through
+  // app/commit-notifier.ts, with keys naming what changed: app/change-signals.ts). Here only who
+  // wrote is noted, before the answer leaves: a REST request that may have written (any method but
+  // GET/HEAD/OPTIONS) and succeeded makes its account read past every cached entry computed before
+  // it (read-your-writes, see app/read-cache.ts). GraphQL mutations note theirs in
+  // graphql/response-cache.ts.
   app.addHook('onSend', (request, reply, payload, done) => {
     if (
       request.viewer &&

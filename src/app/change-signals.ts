@@ -5,7 +5,8 @@ import { createRecentWrites, type RecentWrites } from './recent-writes.js';
 
 /**
  * "What this names has changed", told to the read caches of every process by the code that made
- * the change, right after it committed. A cached read records the keys it read (read-cache.ts) and
+ * the change, right after it committed, through commit-notifier.ts (whose table says which write
+ * names which keys; test/layering.test.ts holds that no other code calls changed()). A cached read records the keys it read (read-cache.ts) and
  * only the entries that read a changed key go stale, so a change costs in proportion to what it
  * touched:
  *

@@ -1,13 +1,8 @@
 import type { AccountStore } from '../domain/accounts/accounts.service.js';
 import type { ApiKeyStore, StoredApiKey } from '../domain/auth/api-keys.service.js';
 import type { FollowStore } from '../domain/follows/follows.service.js';
-import {
-  accountCountsKey,
-  accountKey,
-  handleKey,
-  type ChangeKey,
-  type ChangeSignals,
-} from './change-signals.js';
+import type { ChangeSignals } from './change-signals.js';
+import { notifyCommitted } from './commit-notifier.js';
 import { createReadCache, READ_STALE_MS, type DependencyTracker } from './read-cache.js';
 
 const KEY_CACHE_MAX_ENTRIES = 10_000;
@@ -48,7 +43,7 @@ export function cachedApiKeyStore(store: ApiKeyStore, signals: ChangeSignals, tt
     revoke: async (id, accountId, at) => {
       const revoked = await store.revoke(id, accountId, at);
       found.delete(id);
-      signals.changed('identity');
+      notifyCommitted({ changes: signals }, { kind: 'key-revoked' });
       return revoked;
     },
   };
@@ -69,14 +64,15 @@ export function signallingAccountStore(
     ...store,
     insert: async (row) => {
       const account = await store.insert(row);
-      signals.changed(handleKey(account.handle));
+      notifyCommitted({ changes: signals }, { kind: 'account-created', handle: account.handle });
       return account;
     },
     update: async (id, changes) => {
       const account = await store.update(id, changes);
-      const keys: ChangeKey[] = [accountKey(id), 'identity'];
-      if (changes.handle !== undefined) keys.push(handleKey(changes.handle));
-      signals.changed(...keys);
+      notifyCommitted(
+        { changes: signals },
+        { kind: 'account-updated', accountId: id, handle: changes.handle },
+      );
       return account;
     },
   };
@@ -95,11 +91,11 @@ export function signallingFollowStore(
     ...store,
     follow: async (followerId, followeeId) => {
       await store.follow(followerId, followeeId);
-      signals.changed(accountCountsKey(followerId), accountCountsKey(followeeId));
+      notifyCommitted({ changes: signals }, { kind: 'follows-changed', followerId, followeeId });
     },
     unfollow: async (followerId, followeeId) => {
       await store.unfollow(followerId, followeeId);
-      signals.changed(accountCountsKey(followerId), accountCountsKey(followeeId));
+      notifyCommitted({ changes: signals }, { kind: 'follows-changed', followerId, followeeId });
     },
   };
 }

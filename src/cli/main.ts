@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { PublicKey } from '@solana/web3.js';
 import { associatedTokenAccount, fundUsdc } from '../adapters/solana/index.js';
+import { notifyCommitted } from '../app/commit-notifier.js';
 import { ACCOUNT_ROLES, type AccountRole } from '../domain/accounts/account.js';
 import { createAccount, findByHandle } from '../domain/accounts/accounts.service.js';
 import { parseScopes } from '../domain/auth/api-key.js';
@@ -153,7 +154,7 @@ async function keysRevoke(args: string[]): Promise<number> {
   if (!id || args.length !== 1) throw new UsageError('keys revoke takes one key id');
   return withCliContext(async (ctx) => {
     await revokeApiKey(ctx.apiKeys, id, null);
-    ctx.changes.changed('identity'); // running API processes drop the key from their caches
+    notifyCommitted(ctx, { kind: 'key-revoked' }); // running API processes drop the key from their caches
     console.log(`Revoked API key ${id}`);
     return 0;
   });

@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { PublicKey } from '@solana/web3.js';
 import { committedPostRow, insertPost, postAuthorWallet } from '../../adapters/postgres/posts.repository.js';
 import { AppError } from '../../domain/errors.js';
-import { accountCountsKey, postKey, timelineKey, type ChangeKey } from '../change-signals.js';
 import { paidEngagementLegs } from '../../domain/ledger/ledger.js';
 import { validatePostDraft, type PostInput, type PostType } from '../../domain/posts/post-rules.js';
-import { postWritten, type LiveUpdatesDeps } from '../live-updates.js';
+import { notifyCommitted, type LiveNoticeDeps } from '../commit-notifier.js';
 import { awaitPaid, type AwaitPaymentDeps, type Paid } from './await-payment.js';
 import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
 import {
@@ -32,18 +31,18 @@ export interface CreatedPost {
 
 /**
  * A paid post, reply or quote ($1), as REST and GraphQL call it: the post committed (commitPost),
- * its payment awaited up to WRITE_TIMEOUT_MS, and the live update published. The answer does not
- * wait for the live update: it is best effort (a failure is logged) and gathered with the
- * publishes of the next milliseconds (gathered-publish.ts).
+ * its payment awaited up to WRITE_TIMEOUT_MS, and then subscribers told (commit-notifier.ts). The
+ * answer does not wait for the live update: it is best effort (a failure is logged) and gathered
+ * with the publishes of the next milliseconds (gathered-publish.ts).
  */
 export async function createPost(
-  deps: AwaitPaymentDeps & LiveUpdatesDeps,
+  deps: AwaitPaymentDeps & LiveNoticeDeps,
   authorId: string,
   input: PostInput,
   idempotency?: IdempotencyClaim,
 ): Promise<Paid<CreatedPost>> {
   const post = await awaitPaid(deps, await commitPost(deps, authorId, input, idempotency));
-  void postWritten(deps, post);
+  notifyCommitted(deps, { kind: 'post-paid', id: post.id, referenceId: post.referenceId });
   return post;
 }
 
@@ -121,7 +120,7 @@ export async function commitPost(
     },
     idempotency: keyedWrite(idempotency, 'post', postId),
   });
-  postShown(deps, authorId, draft.referenceId ?? null);
+  notifyCommitted(deps, { kind: 'post-shown', authorId, referenceId: draft.referenceId ?? null });
   return {
     id: postId,
     type: draft.type,
@@ -136,16 +135,6 @@ export async function commitPost(
 }
 
 /**
- * Shown from now on (pending posts are shown): the first latest page, the author's timeline and
- * post count, and the count of the post replied to or quoted.
- */
-function postShown(deps: WritePathDeps, authorId: string, referenceId: string | null): void {
-  const changed: ChangeKey[] = ['latest', accountCountsKey(authorId), timelineKey(authorId)];
-  if (referenceId) changed.push(postKey(referenceId));
-  deps.changes.changed(...changed);
-}
-
-/**
  * The post a dead request committed under the key being resumed, as commitPost returned it;
  * undefined when its payment failed on chain and was reversed (nothing stayed charged: write anew).
  * Its change signals go again: the request may have died before sending them.
@@ -155,7 +144,7 @@ async function committedPost(deps: WritePathDeps, postId: string): Promise<Creat
   const payment = await committedPayment(deps.db, post.movement_id);
   if (payment.failed) return undefined;
   const referenceId = post.parent_id ?? post.quoted_post_id;
-  postShown(deps, post.author_id, referenceId);
+  notifyCommitted(deps, { kind: 'post-shown', authorId: post.author_id, referenceId });
   return {
     id: post.id,
     type: post.type,

@@ -1,7 +1,6 @@
 import type { Db } from '../../adapters/postgres/db.js';
 import { setLikeRow } from '../../adapters/postgres/likes.repository.js';
-import { postKey, type ChangeSignals } from '../change-signals.js';
-import { postCountsChanged, type LiveUpdatesDeps } from '../live-updates.js';
+import { notifyCommitted, type LiveNoticeDeps } from '../commit-notifier.js';
 import {
   likeEventType,
   parsePostId,
@@ -9,9 +8,8 @@ import {
   type LikeState,
 } from '../../domain/posts/engagement-rules.js';
 
-interface LikeDeps {
+interface LikeDeps extends LiveNoticeDeps {
   db: Db;
-  changes: Pick<ChangeSignals, 'changed'>;
 }
 
 export interface LikeChange extends LikeState {
@@ -21,23 +19,18 @@ export interface LikeChange extends LikeState {
   changed: boolean;
 }
 
-/**
- * A like (`liked`) or unlike, as REST and GraphQL call it: written (commitLike), and the post's new
- * like count published only when it changed (best effort, not awaited; as for a post, createPost).
- */
+/** A like (`liked`) or unlike, as REST and GraphQL call it (commitLike), answered as they show it. */
 export async function likePost(
-  deps: LikeDeps & LiveUpdatesDeps,
+  deps: LikeDeps,
   accountId: string,
   rawPostId: unknown,
   liked: boolean,
 ): Promise<LikeState> {
   const state = await commitLike(deps, accountId, rawPostId, liked);
-  if (state.changed) void postCountsChanged(deps, state.postId);
   return { liked: state.liked, likeCount: state.likeCount };
 }
 
 /**
- * The write alone, without the live update: for tests that set likes with no subscriber to tell.
  * Likes and unlikes a post: free (no ledger movement, nothing on chain) and idempotent. The like
  * row and its 'post.liked' / 'post.unliked' event commit together, and the event is written only
  * when the state changed, so repeating a like adds no engagement to analytics. Liking one's own
@@ -57,6 +50,8 @@ export async function commitLike(
   const postId = parsePostId(rawPostId);
   const row = await setLikeRow(deps.db, { accountId, postId, liked, eventType: likeEventType(liked) });
   if (!row) throw unknownPost(postId);
-  if (row.like_changed) deps.changes.changed(postKey(postId)); // its like count
+  // Its like count, to the read caches and subscribers (best effort, not awaited), only when the
+  // state changed.
+  if (row.like_changed) notifyCommitted(deps, { kind: 'like-changed', postId });
   return { liked, likeCount: row.post_like_count, postId, changed: row.like_changed };
 }

@@ -12,8 +12,7 @@ import { inTransaction } from '../../adapters/postgres/unit-of-work.js';
 import type { PlatformChain } from '../../adapters/solana/index.js';
 import { paidEngagementLegs, type Leg } from '../../domain/ledger/ledger.js';
 import { alreadyReposted, parsePostId, unknownPost } from '../../domain/posts/engagement-rules.js';
-import { postKey, timelineKey } from '../change-signals.js';
-import { postCountsChanged, type LiveUpdatesDeps } from '../live-updates.js';
+import { notifyCommitted, type LiveNoticeDeps } from '../commit-notifier.js';
 import { awaitPaid, type AwaitPaymentDeps, type Paid } from './await-payment.js';
 import type { WritePathDeps } from './write-path-deps.js';
 import { resumedId, type IdempotencyClaim } from './idempotency-keys.js';
@@ -44,13 +43,13 @@ const UNIQUE_VIOLATION = '23505';
  * published (best effort, not awaited; as for a post, createPost).
  */
 export async function repostPost(
-  deps: AwaitPaymentDeps & LiveUpdatesDeps,
+  deps: AwaitPaymentDeps & LiveNoticeDeps,
   reposterId: string,
   rawPostId: unknown,
   idempotency?: IdempotencyClaim,
 ): Promise<Paid<CreatedRepost>> {
   const repost = await awaitPaid(deps, await commitRepost(deps, reposterId, rawPostId, idempotency));
-  void postCountsChanged(deps, repost.repostOf);
+  notifyCommitted(deps, { kind: 'repost-paid', postId: repost.repostOf });
   return repost;
 }
 
@@ -125,8 +124,7 @@ export async function commitRepost(
         swapTx: payment.signature,
       };
     });
-    // The post's repost count and the reposter's timeline.
-    deps.changes.changed(postKey(postId), timelineKey(reposterId));
+    notifyCommitted(deps, { kind: 'repost-shown', postId, reposterId });
     return created;
   } catch (error) {
     const pgError = error as { code?: string; constraint?: string };
@@ -148,7 +146,7 @@ async function committedRepost(deps: WritePathDeps, repostId: string): Promise<C
   if (!repost) return undefined;
   const payment = await committedPayment(deps.db, repost.movement_id);
   if (payment.failed) return undefined;
-  deps.changes.changed(postKey(repost.post_id), timelineKey(repost.reposter_id));
+  notifyCommitted(deps, { kind: 'repost-shown', postId: repost.post_id, reposterId: repost.reposter_id });
   return {
     id: repost.id,
     repostOf: repost.post_id,

@@ -5,7 +5,7 @@ import type { Tx } from '../../adapters/postgres/tx.js';
 import { inTransaction } from '../../adapters/postgres/unit-of-work.js';
 import { isAlreadyProcessed, type ChainError, type SignedForSend } from '../../adapters/solana/index.js';
 import { reversalLegs } from '../../domain/ledger/ledger.js';
-import { accountCountsKey, postKey, timelineKey, type ChangeKey } from '../change-signals.js';
+import { notifyCommitted, type CommitNotice } from '../commit-notifier.js';
 import { resignPayment } from './payment-transaction.js';
 import { requiredSigners } from './transaction-signers.js';
 import type { WritePathDeps } from './write-path-deps.js';
@@ -123,7 +123,7 @@ async function reverse(
 ) {
   const hidden = await inTransaction(deps.db, async (tx) => {
     const marked = await markOutboxFailed(tx, rowId, failure);
-    if (!marked) return []; // another worker settled it
+    if (!marked) return undefined; // another worker settled it
     const legs = await movementLegs(tx, movementId);
     await recordMovement(tx, {
       kind: 'reversal',
@@ -133,24 +133,27 @@ async function reverse(
       // Credits a vanished payment could not hold again are taken from the spendable balance.
       ...(marked.creditsHeld ? { pending: 'unhold' as const } : {}),
     });
-    return shownChangesOf(tx, movementId);
+    return hiddenBy(tx, movementId);
   });
-  deps.changes.changed(...hidden);
+  if (hidden) notifyCommitted(deps, hidden);
 }
 
 /**
- * What a failed payment hides, as change keys: its post (the post itself, the count of the post it
- * replied to or quoted, its author's timeline and post count) or its repost (the reposted post's
- * count, the reposter's timeline). A send, swap or payout shows in no cached read: nothing.
+ * What a failed payment hides: its post or its repost. A send, swap or payout shows in no cached
+ * read: a notice that names nothing.
  */
-async function shownChangesOf(tx: Tx, movementId: string): Promise<ChangeKey[]> {
-  const keys: ChangeKey[] = [];
+async function hiddenBy(
+  tx: Tx,
+  movementId: string,
+): Promise<Extract<CommitNotice, { kind: 'payment-failed' }>> {
   const { post, repost } = await paidContentOfMovement(tx, movementId);
-  if (post) {
-    keys.push(postKey(post.id), accountCountsKey(post.author_id), timelineKey(post.author_id));
-    const reference = post.parent_id ?? post.quoted_post_id;
-    if (reference) keys.push(postKey(reference));
-  }
-  if (repost) keys.push(postKey(repost.post_id), timelineKey(repost.reposter_id));
-  return keys;
+  return {
+    kind: 'payment-failed',
+    post: post && {
+      id: post.id,
+      authorId: post.author_id,
+      referenceId: post.parent_id ?? post.quoted_post_id,
+    },
+    repost: repost && { postId: repost.post_id, reposterId: repost.reposter_id },
+  };
 }

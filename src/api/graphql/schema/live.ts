@@ -13,10 +13,11 @@ import { PostRef } from './post.js';
 
 /*
  * Subscriptions over server-sent events (POST or GET /graphql with `Accept: text/event-stream`).
- * Events travel through Redis pub/sub (src/app/live-updates.ts), so a subscriber on one API
- * process hears writes made on any other. Each event names a post; the post is loaded afresh for
- * it (the per-request loaders are emptied first, since a subscription's context lives as long as
- * the stream), so counts are the ones after the write. A post that is no longer shown (its payment
+ * Events travel through Redis pub/sub (topics in src/app/live-updates.ts, published after the
+ * write committed by src/app/commit-notifier.ts), so a subscriber on one API process hears writes
+ * made on any other. Each event names a post; the post is loaded afresh for it (the per-request
+ * loaders are emptied first, since a subscription's context lives as long as the stream), so counts
+ * are the ones after the write. A post that is no longer shown (its payment
  * failed) produces no event.
  */
 

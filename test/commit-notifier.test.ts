@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest';
 import { createRedis } from '../src/adapters/redis/index.js';
 import { createLiveEvents, type LiveEvents } from '../src/adapters/redis/live-events.js';
 import { createChangeSignals, type ChangeSignals } from '../src/app/change-signals.js';
@@ -57,15 +57,15 @@ beforeAll(async () => {
   deps = { changes: here.changes, liveEvents: here.liveEvents, logger: pino({ level: 'warn' }, sink()) };
   // The other process's change channel is subscribed once a change has gone through it.
   const probe = heardBy(there.changes);
-  await expect
-    .poll(
-      () => {
-        here.changes.changed('trending');
-        return probe.heard.length;
-      },
-      { timeout: 5_000, interval: 50 },
-    )
-    .toBeGreaterThan(0);
+  await vi.waitFor(
+    () => {
+      here.changes.changed('trending');
+      if (probe.heard.length === 0) throw new Error('the other process heard no change yet');
+    },
+    { timeout: 5_000, interval: 50 },
+  );
+  // The last probes' message (changes gather for 10 ms) arrives before any test listens.
+  await new Promise((resolve) => setTimeout(resolve, 200));
   probe.stop();
 });
 afterAll(async () => {

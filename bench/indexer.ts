@@ -36,7 +36,7 @@ import {
   type PlatformChain,
   type SignedForSend,
 } from '../src/adapters/solana/index.js';
-import type { App } from '../src/app/app.js';
+import type { App } from '../src/app/wiring.js';
 import { creatorEarnings } from '../src/app/analytics/analytics-reads.js';
 import { SHIP_BATCH_ROWS, shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';

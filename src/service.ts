@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { buildHealthServer } from './api/health-server.js';
 import { buildServer } from './api/server.js';
 import type { PlatformChain } from './adapters/solana/index.js';
-import { openApp, type App } from './app/app.js';
+import { openApp, type App } from './app/wiring.js';
 import type { Config } from './config/index.js';
 import { startDevstack } from './devstack/index.js';
 import { reportDraining } from './domain/health/health.service.js';

@@ -246,7 +246,7 @@ describe('SQL per page', () => {
     // A second server over the same app whose read services go through the counting db.
     let server: FastifyInstance | undefined;
     try {
-      server = await buildServer({ ...h.env.app, db: counted, readDb: counted });
+      server = await buildServer({ ...h.env.app, db: counted, reads: { ...h.env.app.reads, db: counted } });
       const base = await server.listen({ port: 0, host: '127.0.0.1' });
       const countFor = async (first: number, selection = FULL_SELECTION) => {
         // Newest first: a reply among the newest posts, so both pages load a parent.

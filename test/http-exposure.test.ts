@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { HttpExposure } from '../src/app/api-deps.js';
 import { buildServer } from '../src/api/server.js';
-import { httpExposureOf } from '../src/app/app.js';
+import { httpExposureOf } from '../src/app/http-exposure.js';
 import { loadConfig } from '../src/config/index.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import type { Scope } from '../src/domain/auth/api-key.js';

@@ -10,7 +10,8 @@ import { describe, expect, test } from 'vitest';
  * import no adapter; the app layer does not import the devstack (the composition root receives
  * plain URLs: src/app/service-endpoints.ts); and no adapter imports another adapter (one that
  * needs another's storage takes a store interface, e.g. PlatformWalletStore).
- * Every relative import of every source file (static, re-export, dynamic) is checked.
+ * Every relative import of every source file (static, re-export, dynamic) is checked. And the
+ * wiring stays in one place: only src/app/wiring.ts opens clients and builds the shared stores.
  */
 type Layer = 'domain' | 'adapters' | 'app' | 'rest' | 'graphql' | 'api' | 'workers' | 'devstack' | 'other';
 
@@ -125,7 +126,67 @@ function tellingIn(file: string, text: string): string[] {
   return found;
 }
 
+/**
+ * The factories of the clients and process-wide stores (a pool, a Redis or ClickHouse client, the
+ * RPC client, the keystore, the stores the API decorates with caches and change signals). Called
+ * outside the wiring, they make a second pool or a store that skips its decorators (a change no
+ * read cache hears of). A definition (`function createMetrics(`) is not a call.
+ */
+const WIRING_CALL =
+  /(?<!function\s+)\b(createDb|createPool|createRedis|createClickHouse|unconfiguredClickHouse|createRpcClient|createSignatureWatcher|createKeystore|createLiveEvents|createChangeSignals|createPaymentsQueue|createRateLimiter|createMetrics|createAccountStore|createApiKeyStore|createFollowStore|createLedgerStore|createKeyUseNotes|createWalletProvisioner)\(/g;
+
+/**
+ * Where those calls may be: the wiring, the adapters that define them (one composes another's
+ * client, e.g. the payments queue's Redis connection), and the entry points that hold only part of
+ * a process: the CLI's contexts and the workers' threads and roles (tests and bench are not
+ * scanned).
+ */
+function mayWire(file: string): boolean {
+  return (
+    file === 'src/app/wiring.ts' ||
+    file.startsWith('src/adapters/') ||
+    file.startsWith('src/cli/') ||
+    /^workers\/[^/]+\.(thread|role)\.ts$/.test(file)
+  );
+}
+
+function wiringOutside(file: string, text: string): string[] {
+  if (mayWire(file)) return [];
+  return [...text.matchAll(WIRING_CALL)].map((match) => `${file} calls ${match[1]}(`);
+}
+
 describe('layering', () => {
+  test('clients and shared stores are built only by the wiring (src/app/wiring.ts) and entry points', () => {
+    const files = ['src', 'workers'].flatMap((folder) => sourceFiles(folder));
+    expect(files.flatMap((file) => wiringOutside(file, readFileSync(file, 'utf8')))).toEqual([]);
+    // The wiring does make the calls the pattern looks for: the rule is not vacuous.
+    const wired = new Set(
+      [...readFileSync('src/app/wiring.ts', 'utf8').matchAll(WIRING_CALL)].map((match) => match[1]),
+    );
+    for (const factory of [
+      'createDb',
+      'createRedis',
+      'createClickHouse',
+      'createRpcClient',
+      'createKeystore',
+    ]) {
+      expect(wired, factory).toContain(factory);
+    }
+    // The check sees a client or store made anywhere else in src/app, src/api or a worker module.
+    expect(wiringOutside('src/app/feed/x.ts', 'const db = createDb(url, { max: 2 });')).toEqual([
+      'src/app/feed/x.ts calls createDb(',
+    ]);
+    expect(wiringOutside('src/api/rest/y.ts', "const r = createRedis(url, 'client');")).toEqual([
+      'src/api/rest/y.ts calls createRedis(',
+    ]);
+    expect(wiringOutside('workers/processors.ts', 'const s = createAccountStore(app.db);')).toEqual([
+      'workers/processors.ts calls createAccountStore(',
+    ]);
+    expect(wiringOutside('src/app/z.ts', 'export function createChangeSignals(events) {')).toEqual([]);
+    expect(wiringOutside('src/app/wiring.ts', 'const db = createDb(url);')).toEqual([]);
+    expect(wiringOutside('workers/payments.thread.ts', 'const db = createDb(url);')).toEqual([]);
+  });
+
   test('no use case under src/app holds SQL or imports Kysely', () => {
     const files = sourceFiles('src/app');
     expect(files.length).toBeGreaterThan(20);

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { buildServer } from '../src/api/server.js';
-import { openApp, type App } from '../src/app/app.js';
+import { openApp, type App } from '../src/app/wiring.js';
 import { createRateLimiter } from '../src/adapters/redis/rate-limiter.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';

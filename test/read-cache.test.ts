@@ -189,7 +189,7 @@ describe('no herd while changes keep arriving', () => {
     // A second server whose read services go through the counting db; it hears the same signals.
     let server: FastifyInstance | undefined;
     try {
-      server = await buildServer({ ...h.env.app, db: counted, readDb: counted });
+      server = await buildServer({ ...h.env.app, db: counted, reads: { ...h.env.app.reads, db: counted } });
       const base = await server.listen({ port: 0, host: '127.0.0.1' });
       const hot = (await latestIds(carol))[0]!;
       const run = async (read: () => Promise<void>) => {

@@ -1,4 +1,4 @@
-import type { App } from '../src/app/app.js';
+import type { App } from '../src/app/wiring.js';
 import { startLoop, type BackgroundLoop } from '../src/app/background-loop.js';
 import { purgeOldEvents } from '../src/adapters/postgres/event-log.repository.js';
 

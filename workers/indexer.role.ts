@@ -1,4 +1,4 @@
-import type { App } from '../src/app/app.js';
+import type { App } from '../src/app/wiring.js';
 import { startLoop } from '../src/app/background-loop.js';
 import { reconcileRound, reconciliationLag } from '../src/app/indexer/reconciler.js';
 import { followWallets } from '../src/app/indexer/wallet-follower.js';

@@ -1,4 +1,4 @@
-import type { App } from '../src/app/app.js';
+import type { App } from '../src/app/wiring.js';
 import { startLoop, type BackgroundLoop } from '../src/app/background-loop.js';
 import { sweepOutbox, type SweepCursor } from '../src/app/write-path/outbox-sweep.js';
 

@@ -4,7 +4,7 @@ import {
   unscheduleCreatorFundEpochs,
 } from '../src/adapters/redis/creator-fund-queue.js';
 import { paymentSignalPublisher } from '../src/adapters/redis/payments-queue.js';
-import type { App } from '../src/app/app.js';
+import type { App } from '../src/app/wiring.js';
 import { runDueEpochs } from '../src/app/creator-fund/run-epoch.js';
 import { paymentsProcessor } from './payments.processor.js';
 import type { QueueProcessor } from './worker.role.js';

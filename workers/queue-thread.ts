@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { loadOrCreateDevMasterKey } from '../src/adapters/solana/keystore.js';
-import type { App } from '../src/app/app.js';
+import type { App } from '../src/app/wiring.js';
 import type { Config } from '../src/config/index.js';
 import { spawnModuleThread } from '../src/module-thread.js';
 import type { QueueProcessor } from './queue-workers.js';

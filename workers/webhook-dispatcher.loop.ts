@@ -1,6 +1,6 @@
 import type { HostResolver } from '../src/adapters/http/webhook-address.js';
 import { createWebhookSender } from '../src/adapters/http/webhook-sender.js';
-import type { App } from '../src/app/app.js';
+import type { App } from '../src/app/wiring.js';
 import {
   DISPATCH_POLL_MS,
   startWebhookDispatcher,

@@ -1,5 +1,5 @@
 import type { Worker } from 'bullmq';
-import type { App } from '../src/app/app.js';
+import type { App } from '../src/app/wiring.js';
 import { createRedis } from '../src/adapters/redis/index.js';
 import { startEventRetention } from './event-retention.loop.js';
 import { EVENT_SEQUENCE_MS, startEventSequencer } from './event-sequencer.loop.js';

@@ -13,8 +13,9 @@ export type OperationsDeps = Pick<ApiDeps, 'checkHealth' | 'metrics' | 'exposure
  * scraped.
  */
 export function registerOperationsRoutes(app: FastifyInstance, deps: OperationsDeps): void {
-  // Public (load balancers and compose probe it without a key): a cached report (app/app.ts), and
-  // each failure only summarised, since probe errors name internal hosts and URLs.
+  // Public (load balancers and compose probe it without a key): a cached report
+  // (app/health-check.ts), and each failure only summarised, since probe errors name internal hosts
+  // and URLs.
   app.get('/healthz', async (_request, reply) => {
     const report = publicHealthReport(await deps.checkHealth());
     return reply.status(report.status === 'ok' ? 200 : 503).send({

@@ -15,7 +15,7 @@ import type { HealthReport } from '../domain/health/health.service.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { WebhookUrlPolicy } from '../domain/webhooks/url-policy.js';
 
-/** From CORS_ORIGINS, METRICS_TOKEN and NODE_ENV (src/app/app.ts). */
+/** From CORS_ORIGINS, METRICS_TOKEN and NODE_ENV (src/app/http-exposure.ts). */
 export interface HttpExposure {
   /** Origins whose pages may call /graphql from a browser; `*` allows any, empty none. */
   corsOrigins: readonly string[];
@@ -25,7 +25,21 @@ export interface HttpExposure {
   graphiql: boolean;
 }
 
-/** What the transports need from the composition root (src/app). */
+/**
+ * What the read path's services take (feed pages, one post, timelines, replies, trending, the
+ * accounts and likes shown beside posts), with `db` the read path's own pool. Built once by the
+ * wiring (src/app/wiring.ts) and handed to the transports as ApiDeps.reads.
+ */
+export interface ReadDeps {
+  /** The read pool: reads never queue behind the write path's statements for a connection. */
+  db: Db;
+  accounts: AccountStore;
+  redis: Redis;
+  redisPrefix: string;
+  cursorSecret: string;
+}
+
+/** What the transports need from the composition root (src/app/wiring.ts). */
 export interface ApiDeps extends WritePathDeps {
   logger: Logger;
   metrics: Metrics;
@@ -48,10 +62,11 @@ export interface ApiDeps extends WritePathDeps {
   /** Redis pub/sub of the GraphQL subscriptions (src/app/live-updates.ts). */
   liveEvents: LiveEvents;
   /**
-   * A small pool of its own for the read path (feed pages, GraphQL reads, API key lookups): reads
-   * never queue behind the write path's statements for a connection (src/app/app.ts).
+   * The read path's deps (feed pages, post and timeline reads, REST and GraphQL alike): the same
+   * stores, with a small Postgres pool of their own as `db` (src/app/wiring.ts). `db` above is the
+   * write path's pool.
    */
-  readDb: Db;
+  reads: ReadDeps;
   /** Tells the read caches of every process that what they hold may be out of date. */
   changes: ChangeSignals;
   /** READ_CACHE_TTL_MS: how long a cached read may live without a change signal (0: no caching). */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { publicRpcUrlOf } from './app.js';
+import { publicRpcUrlOf } from './public-rpc-url.js';
 
 describe('the public RPC URL of the dashboards', () => {
   test('defaults to the RPC URL without its secrets; a set PUBLIC_RPC_URL is used as given', () => {

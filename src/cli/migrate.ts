@@ -1,4 +1,4 @@
-import { openApp } from '../app/app.js';
+import { openApp } from '../app/wiring.js';
 import { readConfig } from '../config/index.js';
 import { startDevstack } from '../devstack/index.js';
 import { createLogger } from '../logger.js';

@@ -4,7 +4,7 @@ import {
   type PlatformChain,
   type RpcClient,
 } from '../../src/adapters/solana/index.js';
-import type { App } from '../../src/app/app.js';
+import type { App } from '../../src/app/wiring.js';
 import type { AccountMoney } from '../../src/domain/accounts/account.js';
 import { paymentsSettled } from './settled.js';
 

@@ -5,7 +5,7 @@ import {
   USDC_DECIMALS,
   type PlatformChain,
 } from '../../src/adapters/solana/index.js';
-import type { App } from '../../src/app/app.js';
+import type { App } from '../../src/app/wiring.js';
 import type { PublicKey } from '@solana/web3.js';
 import { signUsdcPayment, walletSigner } from '../../src/app/write-path/payment-transaction.js';
 import type { Account } from '../../src/domain/accounts/account.js';

@@ -1,6 +1,6 @@
 import type { PlatformChain } from '../../src/adapters/solana/index.js';
 import { fundNative, fundUsdc } from '../../src/adapters/solana/index.js';
-import type { App } from '../../src/app/app.js';
+import type { App } from '../../src/app/wiring.js';
 import type { Account } from '../../src/domain/accounts/account.js';
 import { createAccount } from '../../src/domain/accounts/accounts.service.js';
 

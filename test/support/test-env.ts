@@ -4,7 +4,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { inject } from 'vitest';
 import type { ClickHouseTarget } from '../../src/adapters/clickhouse/index.js';
-import { openApp, type App } from '../../src/app/app.js';
+import { openApp, type App } from '../../src/app/wiring.js';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import type { ServiceEndpoints } from '../../src/app/service-endpoints.js';
 import { startLocalnet, type Localnet } from '../../src/localnet/localnet.js';

@@ -75,4 +75,5 @@ export {
   type SealedPlatformWallet,
 } from './platform-keys.js';
 export { fundNative, fundUsdc, FaucetRefusedError } from './faucet.js';
+export { pingSolana } from './health-probe.js';
 export { createWalletProvisioner } from './custodial-wallets.js';

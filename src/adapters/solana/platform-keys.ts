@@ -24,7 +24,7 @@ export interface SealedPlatformWallet {
 
 /**
  * Where the platform's sealed keys are kept (Postgres's `platform_wallets`, wired in
- * core-services.ts): this adapter signs, another one stores.
+ * src/app/wiring.ts): this adapter signs, another one stores.
  */
 export interface PlatformWalletStore {
   list(): Promise<SealedPlatformWallet[]>;

@@ -5,8 +5,7 @@ import { authenticate, type Viewer } from '../../domain/auth/api-keys.service.js
 import { AppError } from '../../domain/errors.js';
 import type { PostView } from '../../domain/posts/post-read-model.js';
 import type { RateLimitBucket } from '../../domain/rate-limits/rate-limit-policy.js';
-import type { ApiDeps } from '../../app/api-deps.js';
-import { readDepsOf } from '../read-deps.js';
+import type { ApiDeps, ReadDeps } from '../../app/api-deps.js';
 import { toGraphqlError } from './errors.js';
 
 export type { Viewer };
@@ -23,8 +22,8 @@ export interface GraphQLContext {
    * same again (response-cache.ts).
    */
   spent: Array<{ bucket: RateLimitBucket; cost: number }>;
-  /** `deps` on the read path's own pool (read-deps.ts): what the post and feed reads use. */
-  readDeps: ApiDeps;
+  /** `deps.reads`: the read path's own pool and stores, what the post and feed reads use. */
+  readDeps: ReadDeps;
   /** Set by the response cache's plugin when this request's answer may be kept. */
   cacheable: boolean;
   /**
@@ -62,7 +61,7 @@ export async function createContext(
   track?: DependencyTracker,
 ): Promise<GraphQLContext> {
   const header = req.headers.authorization;
-  const readDeps = readDepsOf(deps);
+  const readDeps = deps.reads;
   if (!header) return { deps, readDeps, viewer: null, req, reply, spent: [], cacheable: false, track };
   try {
     const viewer = await authenticate(deps.apiKeys, header);

@@ -10,7 +10,6 @@ import {
 import { parseFeedSort } from '../../domain/posts/read-cursors.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import type { Admission } from '../admission.js';
-import { readDepsOf } from '../read-deps.js';
 import { feedPageJson } from './post-views.js';
 
 /** Distinct feed pages (sort, cursor, limit) kept at once; the oldest goes first. */
@@ -71,7 +70,7 @@ export function createFeedPages(deps: ApiDeps): FeedPages {
   const compute =
     ({ baseUrl, query }: FeedPage) =>
     async (track: DependencyTracker) => {
-      const page = await feedPage(readDepsOf(deps), query);
+      const page = await feedPage(deps.reads, query);
       // A trending page is the snapshot's; a latest page with a cursor is a fixed window of
       // (created_at, id) that new posts never enter (they are newer); the first latest page is what a
       // new post changes. Every page shows its posts' counts and authors.

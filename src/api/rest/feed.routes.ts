@@ -3,7 +3,6 @@ import { typedRoutes } from './typed-routes.js';
 import { getPost } from '../../app/feed/post-reads.js';
 import { userTimeline } from '../../app/feed/user-timeline.js';
 import type { ApiDeps } from '../../app/api-deps.js';
-import { readDepsOf } from '../read-deps.js';
 import { baseUrlOf } from '../base-url.js';
 import { FEED_ADMISSION, type FeedPages } from './feed-pages.js';
 import { feedItem, pageQuery, postPage, singlePost, timelineItem } from './post-schemas.js';
@@ -55,7 +54,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPage
         response: { 200: singlePost, 404: errorBody, ...authErrors },
       },
     },
-    async (request) => singlePostView(await getPost(readDepsOf(deps), request.params.id), baseUrlOf(request)),
+    async (request) => singlePostView(await getPost(deps.reads, request.params.id), baseUrlOf(request)),
   );
 
   typedRoutes(api).get(
@@ -73,7 +72,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPage
       },
     },
     async (request) => {
-      const page = await userTimeline(readDepsOf(deps), request.params.handle, request.query);
+      const page = await userTimeline(deps.reads, request.params.handle, request.query);
       const baseUrl = baseUrlOf(request);
       return {
         posts: page.items.map((item) => timelineItemView(item, baseUrl)),

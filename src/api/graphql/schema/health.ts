@@ -42,7 +42,8 @@ builder.queryField('health', (t) =>
     type: HealthReportType,
     description:
       'Status and latency of every backing service (the same report as GET /healthz, probed at most once every 2 seconds).',
-    // Every selection shares one cached report (app/app.ts), so aliases cannot multiply probes.
+    // Every selection shares one cached report (app/health-check.ts), so aliases cannot multiply
+    // probes.
     // Probe errors name internal hosts: only operators see them, and only through a `read` key.
     resolve: async (_root, _args, ctx) => {
       const report = await ctx.deps.checkHealth();

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDb } from '../src/adapters/postgres/index.js';
-import { createCoreServices } from '../src/app/wiring.js';
+import { createCoreServices } from '../src/app/wiring-core.js';
 import { loadConfig } from '../src/config/index.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { fundUsdc, type PlatformChain } from '../src/adapters/solana/index.js';
-import type { CoreServices } from '../src/app/wiring.js';
+import type { CoreServices } from '../src/app/wiring-core.js';
 import type { Account } from '../src/domain/accounts/account.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';

@@ -11,7 +11,8 @@ import { describe, expect, test } from 'vitest';
  * plain URLs: src/app/service-endpoints.ts); and no adapter imports another adapter (one that
  * needs another's storage takes a store interface, e.g. PlatformWalletStore).
  * Every relative import of every source file (static, re-export, dynamic) is checked. And the
- * wiring stays in one place: only src/app/wiring.ts opens clients and builds the shared stores.
+ * wiring stays in one place: only src/app/wiring.ts (and its core section, wiring-core.ts) opens
+ * clients and builds the shared stores.
  */
 type Layer = 'domain' | 'adapters' | 'app' | 'rest' | 'graphql' | 'api' | 'workers' | 'devstack' | 'other';
 
@@ -144,6 +145,7 @@ const WIRING_CALL =
 function mayWire(file: string): boolean {
   return (
     file === 'src/app/wiring.ts' ||
+    file === 'src/app/wiring-core.ts' ||
     file.startsWith('src/adapters/') ||
     file.startsWith('src/cli/') ||
     /^workers\/[^/]+\.(thread|role)\.ts$/.test(file)
@@ -155,13 +157,72 @@ function wiringOutside(file: string, text: string): string[] {
   return [...text.matchAll(WIRING_CALL)].map((match) => `${file} calls ${match[1]}(`);
 }
 
+/** The modules a file loads when it runs: relative imports and packages, type-only ones left out. */
+function runtimeImportsOf(file: string, text: string): { files: string[]; packages: string[] } {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest);
+  const files: string[] = [];
+  const packages: string[] = [];
+  for (const statement of source.statements) {
+    let specifier: ts.Expression | undefined;
+    if (ts.isImportDeclaration(statement)) {
+      const clause = statement.importClause;
+      const bindings = clause?.namedBindings;
+      const typesOnly =
+        clause?.isTypeOnly ||
+        (clause && !clause.name && bindings && ts.isNamedImports(bindings)
+          ? bindings.elements.every((element) => element.isTypeOnly)
+          : false);
+      if (!typesOnly) specifier = statement.moduleSpecifier;
+    } else if (ts.isExportDeclaration(statement) && !statement.isTypeOnly) {
+      specifier = statement.moduleSpecifier;
+    }
+    if (!specifier || !ts.isStringLiteral(specifier)) continue;
+    const name = specifier.text;
+    if (!name.startsWith('.')) packages.push(name);
+    else
+      files.push(
+        path.posix.normalize(path.posix.join(path.posix.dirname(file), name)).replace(/\.js$/, '.ts'),
+      );
+  }
+  return { files, packages };
+}
+
+/** Every package `entry` loads, through any chain of runtime imports of our files. */
+function packagesLoadedBy(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const pending = [entry];
+  for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const imports = runtimeImportsOf(file, readFileSync(file, 'utf8'));
+    for (const name of imports.packages) packages.add(name);
+    pending.push(...imports.files.filter((imported) => !seen.has(imported)));
+  }
+  return packages;
+}
+
 describe('layering', () => {
-  test('clients and shared stores are built only by the wiring (src/app/wiring.ts) and entry points', () => {
+  test('a payments thread loads no ClickHouse: chdb in a second thread aborts the main one', () => {
+    // workers/payments.thread.ts takes its core from src/app/wiring-core.ts, not wiring.ts, for this.
+    const loaded = [...packagesLoadedBy('workers/payments.thread.ts')];
+    expect(loaded).toContain('bullmq');
+    expect(loaded.filter((name) => name.startsWith('chdb') || name.startsWith('@clickhouse/'))).toEqual([]);
+    // The walk sees a runtime import through our files, and leaves type-only ones out.
+    expect([...packagesLoadedBy('src/app/wiring.ts')]).toContain('chdb/connection');
+    expect(
+      runtimeImportsOf('x.ts', "import type { A } from './a.js';\nimport { type B } from './b.js';").files,
+    ).toEqual([]);
+  });
+
+  test('clients and shared stores are built only by the wiring (src/app/wiring*.ts) and entry points', () => {
     const files = ['src', 'workers'].flatMap((folder) => sourceFiles(folder));
     expect(files.flatMap((file) => wiringOutside(file, readFileSync(file, 'utf8')))).toEqual([]);
     // The wiring does make the calls the pattern looks for: the rule is not vacuous.
     const wired = new Set(
-      [...readFileSync('src/app/wiring.ts', 'utf8').matchAll(WIRING_CALL)].map((match) => match[1]),
+      ['src/app/wiring.ts', 'src/app/wiring-core.ts'].flatMap((file) =>
+        [...readFileSync(file, 'utf8').matchAll(WIRING_CALL)].map((match) => match[1]),
+      ),
     );
     for (const factory of [
       'createDb',

@@ -4,7 +4,7 @@ import { createRedis } from '../src/adapters/redis/index.js';
 import { createLiveEvents } from '../src/adapters/redis/live-events.js';
 import { paymentSignalPublisher } from '../src/adapters/redis/payments-queue.js';
 import { publishChange, type ChangeKey } from '../src/app/change-signals.js';
-import { createCoreServices } from '../src/app/wiring.js';
+import { createCoreServices } from '../src/app/wiring-core.js';
 import { paymentsProcessor } from './payments.processor.js';
 import type { QueueThreadData } from './queue-thread.js';
 import { startQueueWorkers } from './queue-workers.js';

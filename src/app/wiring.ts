@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import {
@@ -7,41 +6,18 @@ import {
   unconfiguredClickHouse,
   type ClickHouse,
 } from '../adapters/clickhouse/index.js';
-import { createAccountStore } from '../adapters/postgres/accounts.repository.js';
-import { createApiKeyStore, findApiKeyOn } from '../adapters/postgres/api-keys.repository.js';
-import { createFollowStore } from '../adapters/postgres/follows.repository.js';
+import { findApiKeyOn } from '../adapters/postgres/api-keys.repository.js';
 import { pingPostgres } from '../adapters/postgres/health-probe.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
-import { createKeyUseNotes, type KeyUseNotes } from '../adapters/postgres/key-use-notes.js';
-import { createLedgerStore } from '../adapters/postgres/ledger.repository.js';
-import { platformWalletStore } from '../adapters/postgres/platform-wallets.repository.js';
 import { CREATOR_FUND_QUEUE } from '../adapters/redis/creator-fund-queue.js';
 import { createRedis } from '../adapters/redis/index.js';
 import { createLiveEvents } from '../adapters/redis/live-events.js';
 import { createPaymentsQueue } from '../adapters/redis/payments-queue.js';
 import { queueJobCounter } from '../adapters/redis/queue-counts.js';
 import { createRateLimiter } from '../adapters/redis/rate-limiter.js';
-import {
-  bootstrapChain,
-  createKeystore,
-  createRpcClient,
-  createSignatureWatcher,
-  createWalletProvisioner,
-  loadOrCreateDevMasterKey,
-  parseMasterKey,
-  pingSolana,
-  rpcPacingFor,
-  type Keystore,
-  type PlatformChain,
-  type RpcClient,
-  type SignatureWatcher,
-} from '../adapters/solana/index.js';
+import { pingSolana } from '../adapters/solana/index.js';
 import type { Config } from '../config/index.js';
-import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
-import type { ApiKeyStore } from '../domain/auth/api-keys.service.js';
-import type { FollowStore } from '../domain/follows/follows.service.js';
 import type { HealthReport } from '../domain/health/health.service.js';
-import type { LedgerStore } from '../domain/ledger/ledger-store.port.js';
 import { webhookUrlPolicyOf } from '../domain/webhooks/url-policy.js';
 import { createMetrics, QUEUE_STATES, type Metrics } from '../observability/metrics.js';
 import type { ApiDeps } from './api-deps.js';
@@ -51,15 +27,17 @@ import { httpExposureOf } from './http-exposure.js';
 import { cachedApiKeyStore, signallingAccountStore, signallingFollowStore } from './identity-stores.js';
 import { publicRpcUrlOf } from './public-rpc-url.js';
 import type { ServiceEndpoints } from './service-endpoints.js';
+import { createCoreServices, resolveMasterKey, type CoreServices } from './wiring-core.js';
 
 /*
  * The composition root: every long-lived client and shared store of a process is built in this
- * file and nowhere else in src/app or src/api (test/layering.test.ts holds that). Read it top to
- * bottom; openApp runs in the same order:
+ * file and its core section (wiring-core.ts), nowhere else in src/app or src/api
+ * (test/layering.test.ts holds that). Read it top to bottom; openApp runs in the same order:
  *
- *   1. settings       pool sizes and delays (below); the rest is Config, read once by src/config
- *   2. master key     resolveMasterKey: the wallets' keystore and the cursor secret derive from it
- *   3. clients        Postgres pools, Redis, its live events and change signals, ClickHouse, RPC
+ *   1. settings       pool sizes (below); the rest is Config, read once by src/config
+ *   2. master key     resolveMasterKey (wiring-core.ts): the keystore and cursor secret derive from it
+ *   3. clients        Postgres pools, Redis, its live events and change signals, ClickHouse, the
+ *                     RPC and its status poller (createCoreServices, wiring-core.ts)
  *   4. stores         over the write pool (createCoreServices), then the API's caching and
  *                     signalling decorators (openApp), and the read path's deps on the read pool
  *   5. queues         payments, the creator fund's job counts, the rate limiter
@@ -67,9 +45,9 @@ import type { ServiceEndpoints } from './service-endpoints.js';
  *   7. the App        what the transports (ApiDeps), workers and tests get, with migrate/close
  *
  * Two ways in. openApp(config, logger, stack) is the whole service: src/service.ts, `npm run
- * migrate`, tests. createCoreServices(config, logger, db, solanaUrl) is the part a process needs
- * beside Postgres and the chain alone: the CLI (src/cli/*-context.ts), the payments threads
- * (workers/payments.thread.ts) and the chaos bench; openApp builds its stores with it too.
+ * migrate`, tests. createCoreServices(config, logger, db, solanaUrl) in wiring-core.ts is the part a
+ * process needs beside Postgres and the chain alone: the CLI (src/cli/*-context.ts), the payments
+ * threads (workers/payments.thread.ts) and the chaos bench; openApp builds its stores with it too.
  */
 
 // 1. Settings.
@@ -86,111 +64,8 @@ const WRITE_POOL_SIZE = 20;
  * cached entry, so a few connections serve any number of readers.
  */
 const READ_POOL_SIZE = 6;
-/** How long keys' last-use notes gather before one statement writes them all. */
-const KEY_USE_WRITE_DELAY_MS = 1_000;
 
-// 2. The master key.
-
-/**
- * WALLET_MASTER_KEY when set; in production it must be. Elsewhere a development key is generated
- * into DATA_DIR (with a loud warning), so `npm start` needs no setup.
- */
-export function resolveMasterKey(config: Config, logger: Logger): Buffer {
-  if (config.WALLET_MASTER_KEY) return parseMasterKey(config.WALLET_MASTER_KEY);
-  if (config.NODE_ENV === 'production') {
-    throw new Error('WALLET_MASTER_KEY is required in production: 64 hex characters (32 random bytes).');
-  }
-  return loadOrCreateDevMasterKey(config.dataDir, (message) => logger.warn(message));
-}
-
-// 3-4. The chain's clients and the stores: what every entry point shares.
-
-/** The stores and chain services every entry point shares: the API process and the CLI alike. */
-export interface CoreServices {
-  rpc: RpcClient;
-  /** One status poller for every transaction this process waits on (close it on shutdown). */
-  watcher: SignatureWatcher;
-  keystore: Keystore;
-  /** HMAC key of opaque pagination cursors (per deployment: forged cursors are refused). */
-  cursorSecret: string;
-  accounts: AccountStore;
-  apiKeys: ApiKeyStore;
-  /** The keys' last-use notes, written in the background (close it on shutdown: it writes the rest). */
-  apiKeyUses: KeyUseNotes;
-  follows: FollowStore;
-  ledger: LedgerStore;
-  wallets: WalletProvisioner;
-  /**
-   * Creates or checks the platform's mints, wallets and token accounts (idempotent); memoized:
-   * the first call bootstraps, later calls share its result.
-   */
-  bootstrapChain(): Promise<PlatformChain>;
-}
-
-/** The core of a process that holds a Postgres pool (`db`) and reaches the chain at `solanaUrl`. */
-export function createCoreServices(config: Config, logger: Logger, db: Db, solanaUrl: string): CoreServices {
-  return coreServicesWith(resolveMasterKey(config, logger), config, logger, db, solanaUrl);
-}
-
-function coreServicesWith(
-  masterKey: Buffer,
-  config: Config,
-  logger: Logger,
-  db: Db,
-  solanaUrl: string,
-): CoreServices {
-  const rpc = createRpcClient(solanaUrl);
-  const watcher = createSignatureWatcher(rpc);
-  const keystore = createKeystore(masterKey);
-  let bootstrapped: Promise<PlatformChain> | undefined;
-  const platform = (): Promise<PlatformChain> => {
-    bootstrapped ??= bootstrapChain(
-      {
-        rpc,
-        wallets: platformWalletStore(db),
-        keystore,
-        log: (message) => logger.info(`bootstrap: ${message}`),
-      },
-      { usdcMint: config.USDC_MINT, nativeMint: config.NATIVE_MINT, priorityFee: config.SOLANA_PRIORITY_FEE },
-    )
-      .then((chain) => {
-        // The cluster is known now: pace the RPC as it allows (a public RPC rate-limits).
-        const pacing = rpcPacingFor(chain.cluster, {
-          pollMs: config.SOLANA_POLL_MS,
-          maxRequestsPerSecond: config.SOLANA_MAX_RPS,
-        });
-        watcher.tune(pacing);
-        rpc.limitRate(pacing.maxRequestsPerSecond);
-        return chain;
-      })
-      .catch((error: unknown) => {
-        bootstrapped = undefined; // a failed bootstrap (chain down) is retried on the next call
-        throw error;
-      });
-    return bootstrapped;
-  };
-  const apiKeyUses = createKeyUseNotes(db, {
-    delayMs: KEY_USE_WRITE_DELAY_MS,
-    onError: (err, keys) =>
-      logger.warn({ err, keys }, `could not write ${keys} API key last-use time(s); trying again`),
-  });
-  return {
-    rpc,
-    watcher,
-    keystore,
-    // A key of its own for cursor MACs, derived so the master key itself never signs anything public.
-    cursorSecret: createHmac('sha256', masterKey).update('ledgerfeed:history-cursor:v1').digest('hex'),
-    accounts: createAccountStore(db),
-    apiKeys: createApiKeyStore(db, apiKeyUses),
-    apiKeyUses,
-    follows: createFollowStore(db),
-    ledger: createLedgerStore(db),
-    wallets: createWalletProvisioner({ keystore }),
-    bootstrapChain: platform,
-  };
-}
-
-// The whole service.
+// 2-7. The whole service.
 
 /** Every long-lived client a process holds, built once from the resolved stack. */
 export interface App extends ApiDeps, CoreServices {
@@ -232,7 +107,7 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
     ? createClickHouse(clickhouseTarget, config.CLICKHOUSE_DATABASE)
     : unconfiguredClickHouse(config.CLICKHOUSE_DATABASE);
   // The RPC client and its status poller are the core's, with the stores over the write pool.
-  const core = coreServicesWith(masterKey, config, logger, db, stack.solana.url);
+  const core = createCoreServices(config, logger, db, stack.solana.url, masterKey);
 
   // 4. The stores the transports see: read caches and change signals around the core's.
   // Key lookups are on the request path of every read: they use the read pool. (A key's last-use

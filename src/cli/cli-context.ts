@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import type { ChangeSignals } from '../app/change-signals.js';
-import { createCoreServices, type CoreServices } from '../app/wiring.js';
+import { createCoreServices, type CoreServices } from '../app/wiring-core.js';
 import { readConfig, type Config } from '../config/index.js';
 import { startDevstack } from '../devstack/index.js';
 import { createLogger } from '../logger.js';

@@ -3,7 +3,7 @@ import { createClickHouse, migrateClickHouse, type ClickHouse } from '../adapter
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { ChangeSignals } from '../app/change-signals.js';
-import { createCoreServices, type CoreServices } from '../app/wiring.js';
+import { createCoreServices, type CoreServices } from '../app/wiring-core.js';
 import { readConfig, type Config } from '../config/index.js';
 import { ClickHouseFolderBusyError } from '../devstack/clickhouse.devstack.js';
 import { startDevstack } from '../devstack/index.js';

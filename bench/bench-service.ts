@@ -8,7 +8,6 @@ import { freePort, freePortPair } from '../src/devstack/free-port.js';
 import { createLogger } from '../src/logger.js';
 import { runService, type RunningService } from '../src/service.js';
 import type { RoleName } from '../workers/role.js';
-import { SMOKE } from './bench-settings.js';
 
 /**
  * The real service for a benchmark, as `npm start` runs it on the embedded stack: a fresh temporary
@@ -59,18 +58,4 @@ async function deleteKeys(url: string, pattern: string): Promise<void> {
   } finally {
     client.disconnect();
   }
-}
-
-/** Runs a benchmark's main and sets the exit code it returns (1 on a throw). */
-export function runBench(main: () => Promise<number>): void {
-  if (SMOKE) console.log('smoke run (BENCH_SMOKE=1): tiny sizes, targets not held, figures mean nothing');
-  main().then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error: unknown) => {
-      console.error(error);
-      process.exitCode = 1;
-    },
-  );
 }

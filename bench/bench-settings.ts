@@ -1,3 +1,5 @@
+import { ROLE_NAMES, type RoleName } from '../workers/role.js';
+
 /**
  * BENCH_SMOKE=1 runs a bench once at tiny sizes, for `npm test` (test/benches-smoke.test.ts), so a
  * bench that no longer starts fails the tests. Every size and duration takes its smoke value (a
@@ -20,6 +22,40 @@ export function intSetting(name: string, fallback: number, min: number, smoke?: 
     throw new Error(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
   }
   return value;
+}
+
+/**
+ * A comma-separated setting (BENCH_RATES=50,200), each item trimmed and read by `parse` (which
+ * throws on a bad one), or the default (`smoke` in a smoke run, when given).
+ */
+export function listSetting<T>(
+  name: string,
+  fallback: string,
+  parse: (item: string) => T | undefined,
+  smoke?: string,
+): T[] {
+  const raw = process.env[name] || (SMOKE && smoke !== undefined ? smoke : fallback);
+  return raw.split(',').map((item) => {
+    const value = parse(item.trim());
+    if (value === undefined) throw new Error(`${name}: ${JSON.stringify(item)} is not valid here (${raw})`);
+    return value;
+  });
+}
+
+/** A whole number at least 1 (a list item of listSetting), else undefined. */
+export const positiveInt = (item: string): number | undefined => {
+  const value = Number(item);
+  return Number.isSafeInteger(value) && value >= 1 ? value : undefined;
+};
+
+/** BENCH_ROLES: the service's roles, each a known one and `required` among them. */
+export function rolesSetting(fallback: string, required: readonly RoleName[] = []): RoleName[] {
+  const roles = listSetting('BENCH_ROLES', fallback, (item) =>
+    ROLE_NAMES.includes(item as RoleName) ? (item as RoleName) : undefined,
+  );
+  const missing = required.filter((role) => !roles.includes(role));
+  if (missing.length > 0) throw new Error(`BENCH_ROLES must include ${required.join(' and ')}`);
+  return roles;
 }
 
 /** A size with no variable of its own: `full`, or `smoke` in a smoke run. */

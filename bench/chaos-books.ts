@@ -8,6 +8,7 @@ import { onChainUsdc } from '../test/support/balances.js';
 import { expectedBalances, legBalance, type Charge } from '../test/support/books.js';
 import { waitForPayments } from '../test/support/settled.js';
 import type { Member } from './funded-accounts.js';
+import { pollUntil } from './clock.js';
 
 /**
  * The end-of-run checks of the chaos run: the books close after every fault. Each check answers
@@ -140,16 +141,15 @@ export async function closeBooks(
 
 /** Polls until no outbox row is 'confirmed' (all finalized or failed); how many were left at the deadline. */
 async function waitForFinality(db: Db, timeoutMs: number): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  const unfinal = async () => {
     const { n } = await db
       .selectFrom('chain_transactions')
       .select(db.fn.countAll<string>().as('n'))
       .where('status', 'in', ['signed', 'sent', 'confirmed'])
       .executeTakeFirstOrThrow();
-    if (Number(n) === 0 || Date.now() > deadline) return Number(n);
-    await sleep(1_000);
-  }
+    return Number(n);
+  };
+  return (await pollUntil(unfinal, (n) => n === 0, { everyMs: 1_000, limitMs: timeoutMs })).value;
 }
 
 /**

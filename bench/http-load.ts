@@ -91,3 +91,35 @@ export async function plainServer(body: Buffer): Promise<{ url: string; close: (
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
+
+/** A read's checks, held in a smoke run too: every request answered 2xx, and some were answered. */
+export const allAnswered2xx = (result: Load): boolean =>
+  result.errors + result.non2xx === 0 && result.answered > 0;
+
+/** A URL and the request a load sends it. */
+export interface Target {
+  url: string;
+  options: RequestOptions;
+}
+
+/** Loads each target for `seconds` in turn, not measured: the reads run hot before anything is. */
+export async function warmUp(targets: readonly Target[], seconds: number): Promise<void> {
+  if (seconds > 0) for (const target of targets) await load(target.url, seconds, target.options);
+}
+
+/**
+ * The ceiling beside a route: its answer now (anything but 200 throws), a plain server answering
+ * those very bytes, and that server's load for `seconds` with `plainOptions` sent. The caller
+ * closes the server.
+ */
+export async function plainCeiling(
+  name: string,
+  route: Target,
+  seconds: number,
+  plainOptions: RequestOptions,
+): Promise<{ bytes: Buffer; ceiling: Load; plain: Awaited<ReturnType<typeof plainServer>> }> {
+  const { status, bytes } = await sample(route.url, route.options);
+  if (status !== 200) throw new Error(`${name} answered ${status}: ${bytes.toString().slice(0, 500)}`);
+  const plain = await plainServer(bytes);
+  return { bytes, ceiling: await load(plain.url, seconds, plainOptions), plain };
+}

@@ -40,8 +40,10 @@ import type { App } from '../src/app/wiring.js';
 import { creatorEarnings } from '../src/app/analytics/analytics-reads.js';
 import { SHIP_BATCH_ROWS, shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
-import { intSetting, passes, targetMark } from './bench-settings.js';
-import { runBench, startBenchService } from './bench-service.js';
+import { intSetting } from './bench-settings.js';
+import { secondsSince as seconds } from './clock.js';
+import { runBench, type Bench } from './runner.js';
+import { percentile } from './stats.js';
 
 const TARGET_RECONCILED_PER_SECOND = 2_000;
 const TARGET_SHIPPED_PER_SECOND = 100_000;
@@ -54,17 +56,7 @@ const SEND_CONCURRENCY = 3;
 /** Far more than a run moves: each transfer is 1 to 1,000 micro-USD. */
 const FUNDING_MICRO = 10_000_000_000n;
 
-interface Settings {
-  payments: number;
-  reconcileRows: number;
-  reconcileWorkers: number;
-  events: number;
-  shipRows: number;
-  earnings: number;
-  queries: number;
-}
-
-function readSettings(): Settings {
+function readSettings() {
   return {
     payments: intSetting('BENCH_PAYMENTS', 4_000, 1, 200),
     reconcileRows: intSetting('BENCH_RECONCILE_ROWS', 1_000, 1, 50),
@@ -77,12 +69,7 @@ function readSettings(): Settings {
   };
 }
 
-const seconds = (since: number) => (performance.now() - since) / 1000;
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
+type Settings = ReturnType<typeof readSettings>;
 
 // ---------------------------------------------------------------- a. reconcile
 
@@ -312,84 +299,75 @@ async function benchEarnings(app: App, settings: Settings) {
 
 // ---------------------------------------------------------------- main
 
-async function main(): Promise<number> {
+async function main(bench: Bench): Promise<string> {
   const settings = readSettings();
   const stackStarted = performance.now();
   // The indexer role, not none: a process whose roles are none or only the api gets the stand-in
   // without ClickHouse (src/service.ts), and parts b and c write and read ClickHouse.
-  const { service, stop } = await startBenchService(['indexer']);
-  try {
-    // Its reconciler and wallet follower would claim the bench's rows beside the timed rounds.
-    for (const role of service.roles) await role.stop();
-    const { app, platform } = service;
-    console.log(
-      `indexer bench: ${os.cpus().length} cores, stack up in ${seconds(stackStarted).toFixed(1)} s; sizes: ` +
-        `${settings.payments} payments (${settings.reconcileWorkers} x ${settings.reconcileRows}-row rounds), ` +
-        `${settings.events} events (${settings.shipRows}-row batches), ${settings.earnings} earnings rows, ` +
-        `${settings.queries} queries`,
+  const service = await bench.startService(['indexer']);
+  // Its reconciler and wallet follower would claim the bench's rows beside the timed rounds.
+  for (const role of service.roles) await role.stop();
+  const { app, platform } = service;
+  console.log(
+    `indexer bench: ${os.cpus().length} cores, stack up in ${seconds(stackStarted).toFixed(1)} s; sizes: ` +
+      `${settings.payments} payments (${settings.reconcileWorkers} x ${settings.reconcileRows}-row rounds), ` +
+      `${settings.events} events (${settings.shipRows}-row batches), ${settings.earnings} earnings rows, ` +
+      `${settings.queries} queries`,
+  );
+  const seedStarted = performance.now();
+  const movementIds = await seedPayments(app, platform, settings.payments);
+  const seedSeconds = seconds(seedStarted);
+  const a = await benchReconcile(app, settings, movementIds);
+  const matched = Number(a.statuses.find((s) => s.status === 'matched')?.n ?? 0);
+  if (matched !== settings.payments) {
+    bench.problem(
+      `reconcile: ${matched} of ${settings.payments} matched (${a.statuses.map((s) => `${s.status}: ${s.n}`).join(', ')})`,
     );
-    const problems: string[] = [];
-
-    const seedStarted = performance.now();
-    const movementIds = await seedPayments(app, platform, settings.payments);
-    const seedSeconds = seconds(seedStarted);
-    const a = await benchReconcile(app, settings, movementIds);
-    const matched = Number(a.statuses.find((s) => s.status === 'matched')?.n ?? 0);
-    if (matched !== settings.payments) {
-      problems.push(
-        `reconcile: ${matched} of ${settings.payments} matched (${a.statuses.map((s) => `${s.status}: ${s.n}`).join(', ')})`,
-      );
-    }
-    const aOk = a.perSecond >= TARGET_RECONCILED_PER_SECOND;
-    console.log(
-      `\na. reconcile against the localnet over HTTP (setup: ${settings.payments} transfers sent, confirmed and` +
-        ` recorded in ${seedSeconds.toFixed(1)} s)`,
-    );
-    console.log(
-      `   ${a.checked} checked in ${a.elapsed.toFixed(2)} s; ${a.statuses.map((s) => `${s.status}: ${s.n}`).join(', ')}`,
-    );
-    console.log(
-      `   ${targetMark(aOk)} ${a.perSecond.toFixed(0).padStart(8)} transactions/s       target >= ${TARGET_RECONCILED_PER_SECOND}`,
-    );
-
-    const b = await benchShipping(app, settings);
-    if (b.clickhouse !== b.postgres)
-      problems.push(`shipping: Postgres holds ${b.postgres} events, ClickHouse ${b.clickhouse}`);
-    if (b.shipped !== settings.events)
-      problems.push(`shipping: shipped ${b.shipped} of ${settings.events} events`);
-    const bOk = b.perSecond >= TARGET_SHIPPED_PER_SECOND;
-    console.log(
-      `\nb. event shipping Postgres -> ClickHouse (setup: ${settings.events} events inserted in ${b.insertSeconds.toFixed(1)} s)`,
-    );
-    console.log(
-      `   ${b.shipped} shipped in ${b.elapsed.toFixed(2)} s; ClickHouse holds ${b.clickhouse}, Postgres ${b.postgres}`,
-    );
-    console.log(
-      `   ${targetMark(bOk)} ${b.perSecond.toFixed(0).padStart(8)} events/s             target >= ${TARGET_SHIPPED_PER_SECOND}`,
-    );
-
-    const c = await benchEarnings(app, settings);
-    if (c.totalMicro <= 0n) problems.push('earnings: the queries found no earnings');
-    const cOk = c.p50 < TARGET_EARNINGS_P50_MS;
-    console.log(
-      `\nc. creatorEarnings over ${settings.earnings} rows, ${CREATORS} creators, ${DAYS} days (setup: inserted in` +
-        ` ${c.insertSeconds.toFixed(1)} s; ~${c.rowsPerCreator.toFixed(0)} rows and ${c.bucketsPerQuery.toFixed(0)} daily buckets per creator)`,
-    );
-    console.log(
-      `   ${targetMark(cOk)} p50 ${c.p50.toFixed(1).padStart(6)} ms, p99 ${c.p99.toFixed(1)} ms over ${settings.queries} queries   target p50 < ${TARGET_EARNINGS_P50_MS} ms`,
-    );
-
-    for (const problem of problems) console.log(`   ! ${problem}`);
-    const ok = passes(problems.length === 0, aOk && bOk && cOk);
-    console.log(
-      `\n${ok ? 'PASS' : 'FAIL'}: reconcile ${a.perSecond.toFixed(0)}/s, shipping ${b.perSecond.toFixed(0)} events/s,` +
-        ` earnings p50 ${c.p50.toFixed(1)} ms` +
-        (problems.length > 0 ? `, ${problems.length} problem(s)` : ''),
-    );
-    return ok ? 0 : 1;
-  } finally {
-    await stop();
   }
+  const aMark = bench.target(a.perSecond >= TARGET_RECONCILED_PER_SECOND);
+  console.log(
+    `\na. reconcile against the localnet over HTTP (setup: ${settings.payments} transfers sent, confirmed and` +
+      ` recorded in ${seedSeconds.toFixed(1)} s)`,
+  );
+  console.log(
+    `   ${a.checked} checked in ${a.elapsed.toFixed(2)} s; ${a.statuses.map((s) => `${s.status}: ${s.n}`).join(', ')}`,
+  );
+  console.log(
+    `   ${aMark} ${a.perSecond.toFixed(0).padStart(8)} transactions/s       target >= ${TARGET_RECONCILED_PER_SECOND}`,
+  );
+
+  const b = await benchShipping(app, settings);
+  if (b.clickhouse !== b.postgres)
+    bench.problem(`shipping: Postgres holds ${b.postgres} events, ClickHouse ${b.clickhouse}`);
+  if (b.shipped !== settings.events)
+    bench.problem(`shipping: shipped ${b.shipped} of ${settings.events} events`);
+  const bMark = bench.target(b.perSecond >= TARGET_SHIPPED_PER_SECOND);
+  console.log(
+    `\nb. event shipping Postgres -> ClickHouse (setup: ${settings.events} events inserted in ${b.insertSeconds.toFixed(1)} s)`,
+  );
+  console.log(
+    `   ${b.shipped} shipped in ${b.elapsed.toFixed(2)} s; ClickHouse holds ${b.clickhouse}, Postgres ${b.postgres}`,
+  );
+  console.log(
+    `   ${bMark} ${b.perSecond.toFixed(0).padStart(8)} events/s             target >= ${TARGET_SHIPPED_PER_SECOND}`,
+  );
+
+  const c = await benchEarnings(app, settings);
+  if (c.totalMicro <= 0n) bench.problem('earnings: the queries found no earnings');
+  const cMark = bench.target(c.p50 < TARGET_EARNINGS_P50_MS);
+  console.log(
+    `\nc. creatorEarnings over ${settings.earnings} rows, ${CREATORS} creators, ${DAYS} days (setup: inserted in` +
+      ` ${c.insertSeconds.toFixed(1)} s; ~${c.rowsPerCreator.toFixed(0)} rows and ${c.bucketsPerQuery.toFixed(0)} daily buckets per creator)`,
+  );
+  console.log(
+    `   ${cMark} p50 ${c.p50.toFixed(1).padStart(6)} ms, p99 ${c.p99.toFixed(1)} ms over ${settings.queries} queries   target p50 < ${TARGET_EARNINGS_P50_MS} ms`,
+  );
+
+  console.log('');
+  return (
+    `reconcile ${a.perSecond.toFixed(0)}/s, shipping ${b.perSecond.toFixed(0)} events/s,` +
+    ` earnings p50 ${c.p50.toFixed(1)} ms`
+  );
 }
 
 runBench(main);

@@ -21,7 +21,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate } from 'node:timers/promises';
 import { MINT_SIZE, MintLayout, TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { PublicKey } from '@solana/web3.js';
 import {
@@ -42,9 +42,11 @@ import {
 } from '../src/adapters/solana/index.js';
 import type { LocalChain } from '../src/localnet/chain.js';
 import { startLocalnetThread } from '../src/localnet/localnet-thread.js';
-import { startLocalnet, type Localnet } from '../src/localnet/localnet.js';
-import { intSetting, passes, targetMark } from './bench-settings.js';
-import { runBench } from './bench-service.js';
+import { startLocalnet } from '../src/localnet/localnet.js';
+import { intSetting } from './bench-settings.js';
+import { pollUntil, secondsSince } from './clock.js';
+import { runBench, type Bench } from './runner.js';
+import { percentile } from './stats.js';
 
 const TARGET_PER_SECOND = 800;
 const SLOT_MS = 400;
@@ -55,19 +57,7 @@ const FEE_PAYER_LAMPORTS = 100_000_000_000; // 100 SOL
 /** Transfers signed or submitted per uninterrupted stretch of the in-process phase. */
 const IN_PROCESS_SLICE = 500;
 
-interface Settings {
-  transfers: number;
-  preflightTransfers: number;
-  inProcessTransfers: number;
-  warmup: number;
-  chunk: number;
-  concurrency: number;
-  pollMs: number;
-  senders: number;
-  recipients: number;
-}
-
-function readSettings(): Settings {
+function readSettings() {
   return {
     transfers: intSetting('BENCH_TRANSFERS', 6000, 1, 300),
     preflightTransfers: intSetting('BENCH_PREFLIGHT_TRANSFERS', 2000, 0, 100),
@@ -81,6 +71,8 @@ function readSettings(): Settings {
     recipients: intSetting('BENCH_RECIPIENTS', 4, 1),
   };
 }
+
+type Settings = ReturnType<typeof readSettings>;
 
 /** The accounts every phase moves USDC between. */
 /** Where the transfers go: a localnet's RPC, and its chain when it runs in this thread. */
@@ -372,15 +364,13 @@ async function setup(target: Target, settings: Settings): Promise<World> {
 }
 
 async function waitConfirmed(rpc: RpcClient, signature: string): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const [status] = await rpc.getSignatureStatuses([signature]);
-    if (status && status.confirmationStatus !== 'processed') {
-      if (status.err !== null) throw new Error(`setup transaction ${signature} failed`);
-      return;
-    }
-    await sleep(100);
-  }
-  throw new Error(`setup transaction ${signature} did not confirm`);
+  const { value: status, held } = await pollUntil(
+    async () => (await rpc.getSignatureStatuses([signature]))[0],
+    (status) => !!status && status.confirmationStatus !== 'processed',
+    { everyMs: 100, limitMs: 10_000 },
+  );
+  if (!held) throw new Error(`setup transaction ${signature} did not confirm`);
+  if (status!.err !== null) throw new Error(`setup transaction ${signature} failed`);
 }
 
 /** Token balances of the given owners' ATAs, read over HTTP in one batch. */
@@ -446,11 +436,6 @@ async function verified<T extends { result: PhaseResult }>(
 
 // ---------------------------------------------------------------- report
 
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
 function line(result: PhaseResult): string {
   const latency =
     result.latenciesMs.length > 0
@@ -463,94 +448,85 @@ function line(result: PhaseResult): string {
   );
 }
 
-async function main(): Promise<number> {
+async function main(bench: Bench): Promise<string> {
   const settings = readSettings();
   const setupStarted = performance.now();
   // In its own thread, on free ports, with the real slot length and a folder: as the devstack starts it.
   const dir = await mkdtemp(path.join(os.tmpdir(), 'ledgerfeed-bench-localnet-'));
+  bench.defer(() => rm(dir, { recursive: true, force: true }));
   const localnet = await startLocalnetThread({ dir, port: 0, slotMs: SLOT_MS });
-  // The ceiling runs on a second chain in this thread, where chain.submit can be called directly.
-  let inProcessNet: Localnet | undefined;
-  try {
-    const world = await setup({ rpcUrl: localnet.rpcUrl }, settings);
-    console.log(
-      `localnet bench: slot ${SLOT_MS} ms, ${settings.senders} senders -> ${settings.recipients} recipients, ` +
-        `chunks of ${settings.chunk}, ${settings.concurrency} in flight, poll ${settings.pollMs} ms ` +
-        `(setup ${((performance.now() - setupStarted) / 1000).toFixed(1)} s)`,
-    );
-    const problems: string[] = [];
-
-    if (settings.warmup > 0) {
-      const planned = plan(world, 'warmup', settings.warmup);
-      const warm = await verified(world, planned, async () => ({
-        result: await runHttp(world, settings, 'warm-up (not counted)', planned, true),
-      }));
-      problems.push(...warm.problems);
-    }
-
-    const mainPlan = plan(world, 'http', settings.transfers);
-    const http = await verified(world, mainPlan, async () => ({
-      result: await runHttp(world, settings, 'HTTP, skipPreflight', mainPlan, true),
+  bench.defer(() => localnet.close());
+  const world = await setup({ rpcUrl: localnet.rpcUrl }, settings);
+  console.log(
+    `localnet bench: slot ${SLOT_MS} ms, ${settings.senders} senders -> ${settings.recipients} recipients, ` +
+      `chunks of ${settings.chunk}, ${settings.concurrency} in flight, poll ${settings.pollMs} ms ` +
+      `(setup ${secondsSince(setupStarted).toFixed(1)} s)`,
+  );
+  if (settings.warmup > 0) {
+    const planned = plan(world, 'warmup', settings.warmup);
+    const warm = await verified(world, planned, async () => ({
+      result: await runHttp(world, settings, 'warm-up (not counted)', planned, true),
     }));
-    problems.push(...http.problems);
-
-    let preflight: PhaseResult | undefined;
-    if (settings.preflightTransfers > 0) {
-      const planned = plan(world, 'preflight', settings.preflightTransfers);
-      const run = await verified(world, planned, async () => ({
-        result: await runHttp(world, settings, 'HTTP, with preflight', planned, false),
-      }));
-      problems.push(...run.problems);
-      preflight = run.result;
-    }
-
-    let inProcess: { result: PhaseResult; signPerSecond: number } | undefined;
-    if (settings.inProcessTransfers > 0) {
-      inProcessNet = await startLocalnet({ port: 0, slotMs: SLOT_MS });
-      const inWorld = await setup({ rpcUrl: inProcessNet.rpcUrl, chain: inProcessNet.chain }, settings);
-      const planned = plan(inWorld, 'inprocess', settings.inProcessTransfers);
-      const run = await verified(inWorld, planned, () => runInProcess(inWorld, planned));
-      problems.push(...run.problems);
-      inProcess = run;
-    }
-
-    const pass = http.result.perSecond >= TARGET_PER_SECOND;
-    console.log('');
-    console.log('Confirmed USDC transfers (transferChecked + memo, fee payer + sender signing):');
-    console.log(line(http.result));
-    if (preflight) console.log(line(preflight));
-    if (inProcess) {
-      const row = (label: string, perSecond: number, note = '') =>
-        console.log(
-          `  ${label.padEnd(34)} ${' '.repeat(27)}${perSecond.toFixed(0).padStart(6)} transfers/s${note}`,
-        );
-      console.log(line(inProcess.result));
-      row('adapter build + sign only', inProcess.signPerSecond);
-      // Were client and chain on one event loop, this would bound the HTTP figure; the localnet runs in
-      // its own thread (as under npm start), which is how the HTTP figure exceeds it.
-      row(
-        'build + sign + submit, one thread',
-        1 / (1 / inProcess.result.perSecond + 1 / inProcess.signPerSecond),
-        ' (what one shared thread would allow; the localnet has its own)',
-      );
-    }
-    console.log(`  target ${TARGET_PER_SECOND} confirmed transfers/s over HTTP (skipPreflight)`);
-    console.log(
-      `  check: ${problems.length === 0 ? 'every transfer confirmed; recipients gained and senders paid exactly what was sent' : 'PROBLEMS'}`,
-    );
-    for (const problem of problems) console.log(`  ! ${problem}`);
-    const ok = passes(problems.length === 0, pass);
-    console.log(
-      `${ok ? 'PASS' : 'FAIL'}: ${http.result.perSecond.toFixed(0)} transfers/s ${pass ? '>=' : '<'} ${TARGET_PER_SECOND}` +
-        (pass ? '' : ` (${targetMark(pass)})`) +
-        (problems.length > 0 ? `, ${problems.length} problem(s) with transfers` : ''),
-    );
-    return ok ? 0 : 1;
-  } finally {
-    await inProcessNet?.close();
-    await localnet.close();
-    await rm(dir, { recursive: true, force: true });
+    warm.problems.forEach(bench.problem);
   }
+
+  const mainPlan = plan(world, 'http', settings.transfers);
+  const http = await verified(world, mainPlan, async () => ({
+    result: await runHttp(world, settings, 'HTTP, skipPreflight', mainPlan, true),
+  }));
+  http.problems.forEach(bench.problem);
+
+  let preflight: PhaseResult | undefined;
+  if (settings.preflightTransfers > 0) {
+    const planned = plan(world, 'preflight', settings.preflightTransfers);
+    const run = await verified(world, planned, async () => ({
+      result: await runHttp(world, settings, 'HTTP, with preflight', planned, false),
+    }));
+    run.problems.forEach(bench.problem);
+    preflight = run.result;
+  }
+
+  let inProcess: { result: PhaseResult; signPerSecond: number } | undefined;
+  if (settings.inProcessTransfers > 0) {
+    // The ceiling runs on a second chain in this thread, where chain.submit can be called directly.
+    const inProcessNet = await startLocalnet({ port: 0, slotMs: SLOT_MS });
+    bench.defer(() => inProcessNet.close());
+    const inWorld = await setup({ rpcUrl: inProcessNet.rpcUrl, chain: inProcessNet.chain }, settings);
+    const planned = plan(inWorld, 'inprocess', settings.inProcessTransfers);
+    const run = await verified(inWorld, planned, () => runInProcess(inWorld, planned));
+    run.problems.forEach(bench.problem);
+    inProcess = run;
+  }
+
+  const pass = http.result.perSecond >= TARGET_PER_SECOND;
+  const mark = bench.target(pass);
+  console.log('');
+  console.log('Confirmed USDC transfers (transferChecked + memo, fee payer + sender signing):');
+  console.log(line(http.result));
+  if (preflight) console.log(line(preflight));
+  if (inProcess) {
+    const row = (label: string, perSecond: number, note = '') =>
+      console.log(
+        `  ${label.padEnd(34)} ${' '.repeat(27)}${perSecond.toFixed(0).padStart(6)} transfers/s${note}`,
+      );
+    console.log(line(inProcess.result));
+    row('adapter build + sign only', inProcess.signPerSecond);
+    // Were client and chain on one event loop, this would bound the HTTP figure; the localnet runs in
+    // its own thread (as under npm start), which is how the HTTP figure exceeds it.
+    row(
+      'build + sign + submit, one thread',
+      1 / (1 / inProcess.result.perSecond + 1 / inProcess.signPerSecond),
+      ' (what one shared thread would allow; the localnet has its own)',
+    );
+  }
+  console.log(`  target ${TARGET_PER_SECOND} confirmed transfers/s over HTTP (skipPreflight)`);
+  console.log(
+    `  check: ${bench.problems.length === 0 ? 'every transfer confirmed; recipients gained and senders paid exactly what was sent' : 'PROBLEMS'}`,
+  );
+  return (
+    `${http.result.perSecond.toFixed(0)} transfers/s ${pass ? '>=' : '<'} ${TARGET_PER_SECOND}` +
+    (pass ? '' : ` (${mark})`)
+  );
 }
 
 runBench(main);

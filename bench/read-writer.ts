@@ -12,10 +12,9 @@
  * Driven over IPC by `startWriter` (the parent): init, then start/stop per measured phase; each
  * stop answers the phase's tally once every request of the phase has answered (or timed out).
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { forkBenchChild } from './bench-child.js';
 import { createLeanClient } from './lean-http-client.js';
 import { percentile } from './stats.js';
 
@@ -102,43 +101,17 @@ export interface Writer {
 }
 
 export async function startWriter(init: WriterInit): Promise<Writer> {
-  const child = fork(fileURLToPath(import.meta.url), [], {
-    cwd: path.dirname(path.dirname(fileURLToPath(import.meta.url))),
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const ask = <T extends FromChild['type']>(message: ToChild, answer: T) =>
-    new Promise<Extract<FromChild, { type: T }>>((resolve, reject) => {
-      const onMessage = (reply: FromChild) => {
-        if (reply.type !== answer) return;
-        child.off('exit', onExit);
-        child.off('message', onMessage);
-        resolve(reply as Extract<FromChild, { type: T }>);
-      };
-      const onExit = (code: number | null) => {
-        child.off('message', onMessage);
-        reject(new Error(`the writer process exited (${code}) before answering ${message.type}`));
-      };
-      child.on('message', onMessage);
-      child.once('exit', onExit);
-      child.send(message);
-    });
+  const child = forkBenchChild<FromChild>(import.meta.url);
+  const ask = <T extends FromChild['type']>(message: ToChild, answer: T) => child.ask(message, answer);
   await ask({ type: 'init', init }, 'ready');
   return {
     start: async (rates, steadyAfterMs) => {
       await ask({ type: 'start', rates, steadyAfterMs }, 'started');
     },
     stop: async () => (await ask({ type: 'stop' }, 'result')).result,
-    close: () => closeChild(child),
-    pid: child.pid!,
+    close: child.close,
+    pid: child.pid,
   };
-}
-
-async function closeChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const closed = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.disconnect(); // the child exits once its IPC channel is gone
-  await closed;
 }
 
 // ---------------------------------------------------------------- the child

@@ -10,3 +10,7 @@ export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
+
+/** Milliseconds as printed: whole, or '-' for none (null, or NaN from an empty list). */
+export const formatMs = (value: number | null): string =>
+  value === null || !Number.isFinite(value) ? '-' : value.toFixed(0);

@@ -3,6 +3,21 @@ import { readdirSync, readFileSync } from 'node:fs';
 /** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on every Linux build we run on). */
 const TICKS_PER_SECOND = 100;
 
+/** User + system ticks of a /proc stat: "pid (comm) state ... utime stime ...", comm may hold spaces and parentheses. */
+function statTicks(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** CPU seconds of one process (user + system), 0 once it is gone. */
+export function pidCpuSeconds(pid: number): number {
+  try {
+    return statTicks(readFileSync(`/proc/${pid}/stat`, 'utf8')) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
 /**
  * CPU seconds each thread of this process has used, by name: the main thread as `main`, other
  * threads by their kernel name with digits folded (`ThreadPool`, `libuv-worker`, and `node` for
@@ -23,9 +38,7 @@ export function threadCpuSeconds(): Map<string, number> | undefined {
     } catch {
       continue; // the thread ended meanwhile
     }
-    // "tid (comm) state ... utime stime ...": comm may hold spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
+    const ticks = statTicks(stat);
     const name =
       Number(tid) === process.pid
         ? 'main'
@@ -56,10 +69,8 @@ export function processCpuSeconds(): Map<string, number> | undefined {
     } catch {
       continue;
     }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    byName.set(name, (byName.get(name) ?? 0) + ticks / TICKS_PER_SECOND);
+    byName.set(name, (byName.get(name) ?? 0) + statTicks(stat) / TICKS_PER_SECOND);
   }
   return byName;
 }

@@ -7,10 +7,9 @@
  *
  * Driven over IPC by `startReceiver` (the parent): `ready` with its port, then `report` on demand.
  */
-import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { forkBenchChild } from './bench-child.js';
 
 export interface ReceiverReport {
   /** Deliveries received (each POST, duplicates included). */
@@ -35,38 +34,13 @@ type ToChild = { type: 'report'; sinceMs: number };
 type FromChild = { type: 'ready'; port: number } | { type: 'report'; report: ReceiverReport };
 
 export async function startReceiver(): Promise<Receiver> {
-  const child = fork(fileURLToPath(import.meta.url), [], {
-    cwd: path.dirname(path.dirname(fileURLToPath(import.meta.url))),
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, LEDGERFEED_BENCH_RECEIVER: '1' },
-  });
-  const next = <T extends FromChild['type']>(type: T) =>
-    new Promise<Extract<FromChild, { type: T }>>((resolve, reject) => {
-      const onMessage = (message: FromChild) => {
-        if (message.type !== type) return;
-        child.off('message', onMessage);
-        child.off('exit', onExit);
-        resolve(message as Extract<FromChild, { type: T }>);
-      };
-      const onExit = (code: number | null) => reject(new Error(`the receiver exited (${code})`));
-      child.on('message', onMessage);
-      child.once('exit', onExit);
-    });
-  const { port } = await next('ready');
+  const child = forkBenchChild<FromChild>(import.meta.url);
+  const { port } = await child.ask(undefined, 'ready');
   return {
     port,
-    report: async (sinceMs) => {
-      const answer = next('report');
-      child.send({ type: 'report', sinceMs } satisfies ToChild);
-      return (await answer).report;
-    },
-    close: async () => {
-      if (child.exitCode !== null) return;
-      const closed = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.disconnect();
-      await closed;
-    },
+    report: async (sinceMs) =>
+      (await child.ask({ type: 'report', sinceMs } satisfies ToChild, 'report')).report,
+    close: child.close,
   };
 }
 
@@ -130,4 +104,4 @@ function runChild(): void {
   });
 }
 
-if (process.env.LEDGERFEED_BENCH_RECEIVER === '1' && process.send) runChild();
+if (process.argv[1] === fileURLToPath(import.meta.url)) runChild();

@@ -21,20 +21,19 @@
  * answered 2xx, or a drain that does not end within BENCH_DRAIN_LIMIT_SECONDS (120), exits 1.
  * A smoke run (BENCH_SMOKE=1): one rate of 2/s, 1 s windows, no warm-up.
  */
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Redis } from 'ioredis';
 import { createRedis } from '../src/adapters/redis/index.js';
 import type { RunningService } from '../src/service.js';
-import type { RoleName } from '../workers/role.js';
-import { intSetting, sized, SMOKE } from './bench-settings.js';
+import { intSetting, listSetting, positiveInt, rolesSetting, sized } from './bench-settings.js';
+import { startFundedWriter, writeFor, writeProblems } from './bench-writer.js';
+import { pollUntil } from './clock.js';
 import { cpuTimes } from './machine-cpu.js';
-import { runBench, startBenchService } from './bench-service.js';
-import { startFundedWriter } from './bench-writer.js';
 import type { Writer } from './read-writer.js';
-import { processCpuSeconds, threadCpuSeconds } from './thread-cpu.js';
+import { runBench, type Bench } from './runner.js';
+import { pidCpuSeconds, processCpuSeconds, threadCpuSeconds } from './thread-cpu.js';
 
 /** Every CPU figure of one reading, in seconds since boot (the machine's: busy ticks / USER_HZ). */
 interface Reading {
@@ -63,24 +62,13 @@ async function reading(service: RunningService, redis: Redis, writerPid: number)
   return {
     at: performance.now() / 1000,
     machine: (cpuTimes()?.busy ?? 0) / 100,
-    writer: processSeconds(writerPid),
+    writer: pidCpuSeconds(writerPid),
     threads: threadCpuSeconds() ?? new Map<string, number>(),
     processes,
     transactions: Number(rows[0]!.n),
     redisCommands,
     redisByCommand,
   };
-}
-
-/** CPU seconds of one process (user + system), 0 once it is gone. */
-function processSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
 }
 
 /** Cores (CPU seconds per second) between two readings: the machine less the writer, and by name. */
@@ -136,132 +124,104 @@ async function waitUntil(
   done: (left: Backlog) => boolean,
   limitSeconds: number,
 ): Promise<boolean> {
-  const started = performance.now();
-  let left = await backlog(service, since);
-  while (!done(left)) {
-    if (performance.now() - started > limitSeconds * 1000) {
-      console.log(`still waiting after ${limitSeconds} s: ${JSON.stringify(left)}`);
-      return false;
-    }
-    await sleep(250);
-    left = await backlog(service, since);
-  }
-  return true;
+  const { value, held } = await pollUntil(() => backlog(service, since), done, {
+    everyMs: 250,
+    limitMs: limitSeconds * 1000,
+  });
+  if (!held) console.log(`still waiting after ${limitSeconds} s: ${JSON.stringify(value)}`);
+  return held;
 }
 
 const drained = (left: Backlog) =>
   left.unconfirmed === 0 && left.unreconciled === 0 && left.unshipped === 0 && left.unsequenced === 0;
 
-async function payFor(writer: Writer, postsPerSecond: number, seconds: number): Promise<string[]> {
-  await writer.start({ postsPerSecond, likesPerSecond: 0 }, 0);
-  await sleep(seconds * 1000);
-  const result = await writer.stop();
-  const { sent, ok, other } = result.posts;
-  return ok === sent && ok > 0
-    ? []
-    : [
-        `${postsPerSecond}/s: ${ok} of ${sent} answered 2xx${other.map(([o, n]) => `; ${n} x ${o}`).join('')}`,
-      ];
+async function payFor(bench: Bench, writer: Writer, postsPerSecond: number, seconds: number): Promise<void> {
+  const result = await writeFor(writer, { postsPerSecond, likesPerSecond: 0 }, seconds);
+  writeProblems(`${postsPerSecond}/s`, result).forEach(bench.problem);
 }
 
 const ms = (cores: number, perSecond: number) => ((1000 * cores) / perSecond).toFixed(2);
 
-async function main(): Promise<number> {
-  const postRates = (process.env.BENCH_RATES ?? (SMOKE ? '2' : '50,200')).split(',').map((raw) => {
-    const rate = Number(raw);
-    if (!Number.isSafeInteger(rate) || rate < 1) throw new Error(`BENCH_RATES: bad rate ${raw}`);
-    return rate;
-  });
+async function main(bench: Bench): Promise<string> {
+  const postRates = listSetting('BENCH_RATES', '50,200', positiveInt, '2');
   const seconds = intSetting('BENCH_SECONDS', 20, 1, 1);
   const idleSeconds = intSetting('BENCH_IDLE_SECONDS', 10, 1, 1);
   const warmupSeconds = intSetting('BENCH_WARMUP_SECONDS', 10, 0, 0);
   const drainLimit = intSetting('BENCH_DRAIN_LIMIT_SECONDS', 120, 1);
   // BENCH_ROLES (api,worker,indexer): leave a role out to see what it costs.
-  const roles = (process.env.BENCH_ROLES ?? 'api,worker,indexer').split(',') as RoleName[];
-  const { service, stop } = await startBenchService(roles);
-  let writer: Writer | undefined;
+  const roles = rolesSetting('api,worker,indexer');
+  const service = await bench.startService(roles);
   const redis = createRedis(service.app.stack.redis.url, 'client');
-  try {
-    // No seed of posts: its outbox rows were never sent, and the reconciler would look for them
-    // on chain every round (they stay `missing`), a cost that is not the writer's.
-    writer = await startFundedWriter(service, { posters: sized(40, 2), likers: 0, tag: 'wc' });
-    const since = new Date();
-    console.log(
-      `write-cost bench: roles ${roles.join('+')}, paid posts at ${postRates.join(' and ')}/s for ${seconds} s ` +
-        `each, then the drain (confirmed, reconciled, shipped); idle ${idleSeconds} s before each; Redis ${service.app.stack.redis.source}`,
-    );
-    const problems: string[] = [];
-    if (warmupSeconds > 0) {
-      problems.push(...(await payFor(writer, postRates[0]!, warmupSeconds)));
-      if (!(await waitUntil(service, since, drained, drainLimit))) problems.push('the warm-up did not drain');
-    }
-    for (const rate of postRates) {
-      // Quiet: the earlier posts' finalization and its reconciliation are done, so the idle
-      // reading is idle and the window pays for its own posts only.
-      console.log(`${rate}/s: waiting until the service is quiet, then ${idleSeconds} s idle`);
-      const quiet = await waitUntil(service, since, (left) => left.unfinalized === 0 && drained(left), 90);
-      if (!quiet)
-        console.log('(the service did not become quiet within 90 s: the idle rate includes that work)');
-      const idleFrom = await reading(service, redis, writer.pid);
-      await sleep(idleSeconds * 1000);
-      const idleTo = await reading(service, redis, writer.pid);
-      const idle = rates(idleFrom, idleTo);
-
-      console.log(`${rate}/s: paying posts for ${seconds} s, then the drain`);
-      const from = await reading(service, redis, writer.pid);
-      const failed = await payFor(writer, rate, seconds);
-      problems.push(...failed);
-      const drainedInTime = await waitUntil(service, since, drained, drainLimit);
-      const to = await reading(service, redis, writer.pid);
-      if (!drainedInTime)
-        problems.push(`${rate}/s: the posts were not all confirmed, reconciled and shipped`);
-      const load = rates(from, to);
-      const { rows } = await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM chain_transactions
-         WHERE created_at >= now() - make_interval(secs => ${load.seconds + 1})`.execute(service.app.db);
-      const posts = rows[0]!.n;
-      const perSecond = posts / load.seconds;
-      const above = (cores: number, idleCores = 0) => ms(cores - idleCores, perSecond);
-
-      console.log(`\n== ${rate} paid posts/s: ${posts} posts, load + drain ${load.seconds.toFixed(1)} s`);
-      console.log(
-        `machine: ${load.machine.toFixed(3)} cores busy without the writer (idle ${idle.machine.toFixed(3)}); ` +
-          `writer child ${ms((to.writer - from.writer) / load.seconds, perSecond)} ms per post (not counted)`,
-      );
-      const split = (label: string, now: Map<string, number>, before: Map<string, number>) =>
-        `${label}: ` +
-        [...now]
-          .map(([name, cores]): [string, number] => [name, cores - (before.get(name) ?? 0)])
-          .filter(([, cores]) => Math.abs(cores) >= 0.002)
-          .sort((a, b) => b[1] - a[1])
-          .map(([name, cores]) => `${name} ${ms(cores, perSecond)}`)
-          .join(', ');
-      console.log(split('service threads, ms per post above idle', load.threads, idle.threads));
-      console.log(split('other processes, ms per post above idle', load.processes, idle.processes));
-      console.log(
-        `per post: Postgres ${((load.transactions - idle.transactions) / perSecond).toFixed(1)} transactions, ` +
-          `Redis ${((load.redisCommands - idle.redisCommands) / perSecond).toFixed(1)} commands`,
-      );
-      const commands = [...load.redisByCommand]
-        .map(([name, n]): [string, number] => [name, (n - (idle.redisByCommand.get(name) ?? 0)) / perSecond])
-        .filter(([, n]) => n >= 0.5)
-        .sort((a, b) => b[1] - a[1]);
-      console.log(
-        `Redis commands per post: ${commands.map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ')}`,
-      );
-      console.log(`RESULT ${rate}/s: ${above(load.machine, idle.machine)} ms of machine CPU per paid post`);
-    }
-    console.log('');
-    for (const problem of problems) console.log(`! ${problem}`);
-    console.log(
-      `${problems.length === 0 ? 'PASS' : 'FAIL'}: write-cost (every post answered 2xx and drained)`,
-    );
-    return problems.length === 0 ? 0 : 1;
-  } finally {
-    redis.disconnect();
-    await writer?.close();
-    await stop();
+  bench.defer(() => redis.disconnect());
+  // No seed of posts: its outbox rows were never sent, and the reconciler would look for them
+  // on chain every round (they stay `missing`), a cost that is not the writer's.
+  const writer = await startFundedWriter(service, { posters: sized(40, 2), likers: 0, tag: 'wc' });
+  bench.defer(writer.close);
+  const since = new Date();
+  console.log(
+    `write-cost bench: roles ${roles.join('+')}, paid posts at ${postRates.join(' and ')}/s for ${seconds} s ` +
+      `each, then the drain (confirmed, reconciled, shipped); idle ${idleSeconds} s before each; Redis ${service.app.stack.redis.source}`,
+  );
+  if (warmupSeconds > 0) {
+    await payFor(bench, writer, postRates[0]!, warmupSeconds);
+    if (!(await waitUntil(service, since, drained, drainLimit))) bench.problem('the warm-up did not drain');
   }
+  for (const rate of postRates) {
+    // Quiet: the earlier posts' finalization and its reconciliation are done, so the idle
+    // reading is idle and the window pays for its own posts only.
+    console.log(`${rate}/s: waiting until the service is quiet, then ${idleSeconds} s idle`);
+    const quiet = await waitUntil(service, since, (left) => left.unfinalized === 0 && drained(left), 90);
+    if (!quiet)
+      console.log('(the service did not become quiet within 90 s: the idle rate includes that work)');
+    const idleFrom = await reading(service, redis, writer.pid);
+    await sleep(idleSeconds * 1000);
+    const idleTo = await reading(service, redis, writer.pid);
+    const idle = rates(idleFrom, idleTo);
+
+    console.log(`${rate}/s: paying posts for ${seconds} s, then the drain`);
+    const from = await reading(service, redis, writer.pid);
+    await payFor(bench, writer, rate, seconds);
+    const drainedInTime = await waitUntil(service, since, drained, drainLimit);
+    const to = await reading(service, redis, writer.pid);
+    if (!drainedInTime) bench.problem(`${rate}/s: the posts were not all confirmed, reconciled and shipped`);
+    const load = rates(from, to);
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM chain_transactions
+       WHERE created_at >= now() - make_interval(secs => ${load.seconds + 1})`.execute(service.app.db);
+    const posts = rows[0]!.n;
+    const perSecond = posts / load.seconds;
+    const above = (cores: number, idleCores = 0) => ms(cores - idleCores, perSecond);
+
+    console.log(`\n== ${rate} paid posts/s: ${posts} posts, load + drain ${load.seconds.toFixed(1)} s`);
+    console.log(
+      `machine: ${load.machine.toFixed(3)} cores busy without the writer (idle ${idle.machine.toFixed(3)}); ` +
+        `writer child ${ms((to.writer - from.writer) / load.seconds, perSecond)} ms per post (not counted)`,
+    );
+    const split = (label: string, now: Map<string, number>, before: Map<string, number>) =>
+      `${label}: ` +
+      [...now]
+        .map(([name, cores]): [string, number] => [name, cores - (before.get(name) ?? 0)])
+        .filter(([, cores]) => Math.abs(cores) >= 0.002)
+        .sort((a, b) => b[1] - a[1])
+        .map(([name, cores]) => `${name} ${ms(cores, perSecond)}`)
+        .join(', ');
+    console.log(split('service threads, ms per post above idle', load.threads, idle.threads));
+    console.log(split('other processes, ms per post above idle', load.processes, idle.processes));
+    console.log(
+      `per post: Postgres ${((load.transactions - idle.transactions) / perSecond).toFixed(1)} transactions, ` +
+        `Redis ${((load.redisCommands - idle.redisCommands) / perSecond).toFixed(1)} commands`,
+    );
+    const commands = [...load.redisByCommand]
+      .map(([name, n]): [string, number] => [name, (n - (idle.redisByCommand.get(name) ?? 0)) / perSecond])
+      .filter(([, n]) => n >= 0.5)
+      .sort((a, b) => b[1] - a[1]);
+    console.log(
+      `Redis commands per post: ${commands.map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ')}`,
+    );
+    console.log(`RESULT ${rate}/s: ${above(load.machine, idle.machine)} ms of machine CPU per paid post`);
+  }
+  console.log('');
+  return 'write-cost (every post answered 2xx and drained)';
 }
 
 runBench(main);

@@ -26,41 +26,28 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { PublicKey } from '@solana/web3.js';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { associatedTokenAccount } from '../src/adapters/solana/index.js';
 import type { RunningService } from '../src/service.js';
-import { intSetting, passes, targetMark } from './bench-settings.js';
+import { intSetting } from './bench-settings.js';
+import { POSTER_FUNDING_MICRO } from './bench-writer.js';
+import { pollUntil } from './clock.js';
 import { fundedMembers, type Member } from './funded-accounts.js';
 import { percentile } from './stats.js';
 import { newTally, postOnce, runLoadPhase } from './write-path-load.js';
-import { runBench, startBenchService } from './bench-service.js';
 import { cpuTimes, describeCpu } from './machine-cpu.js';
+import { runBench, type Bench } from './runner.js';
 import { registerEndpoints } from './webhook-endpoints.js';
-import { startReceiver, type Receiver } from './webhook-receiver.js';
+import { startReceiver } from './webhook-receiver.js';
 
 const TARGET_CONFIRMED_PER_SECOND = 300;
 const TARGET_P99_MS = 250;
-/** Each account starts with $500: far more than a run spends ($1 a post). */
-const FUNDING_MICRO = 500_000_000n;
 /** Each floor balance row starts with $10^9: a floor run never runs dry. */
 const FLOOR_FUNDING_MICRO = 10n ** 15n;
 
-interface Settings {
-  accounts: number;
-  concurrency: number;
-  seconds: number;
-  rate: number;
-  latencySeconds: number;
-  floorSeconds: number;
-  warmupSeconds: number;
-  /** Webhook endpoints registered on the posting accounts (5 each), delivering to a local receiver. */
-  webhookEndpoints: number;
-}
-
-function readSettings(): Settings {
+function readSettings() {
   return {
     accounts: intSetting('BENCH_ACCOUNTS', 40, 1, 4),
     concurrency: intSetting('BENCH_CONCURRENCY', 32, 1, 4),
@@ -69,6 +56,7 @@ function readSettings(): Settings {
     latencySeconds: intSetting('BENCH_LATENCY_SECONDS', 8, 1, 1),
     floorSeconds: intSetting('BENCH_FLOOR_SECONDS', 5, 1, 1),
     warmupSeconds: intSetting('BENCH_WARMUP_SECONDS', 5, 0, 1),
+    // Webhook endpoints registered on the posting accounts (5 each), delivering to a local receiver.
     webhookEndpoints: intSetting('BENCH_WEBHOOK_ENDPOINTS', 0, 0),
   };
 }
@@ -159,24 +147,22 @@ async function floor(
 
 // ---------------------------------------------------------------- verification
 
-/** Waits for every post's outbox row to be confirmed, then checks ledger = chain per account. */
 /** Waits (up to a minute) until no post's outbox row is still 'signed' or 'sent'. */
 async function waitSettled(service: RunningService, postIds: readonly string[]) {
-  const started = performance.now();
-  let statuses: { status: string; n: number }[];
-  for (;;) {
+  const read = async () => {
     const { rows } = await sql<{ status: string; n: string }>`
       SELECT c.status, count(*)::text AS n
       FROM posts p JOIN chain_transactions c ON c.movement_id = p.movement_id
       WHERE p.id = ANY(${postIds}::uuid[])
       GROUP BY c.status`.execute(service.app.db);
-    statuses = rows.map((r) => ({ status: r.status, n: Number(r.n) }));
-    const unfinished = statuses
-      .filter((s) => s.status === 'signed' || s.status === 'sent')
-      .reduce((a, s) => a + s.n, 0);
-    if (unfinished === 0 || performance.now() - started > 60_000) break;
-    await sleep(20);
-  }
+    return rows.map((r) => ({ status: r.status, n: Number(r.n) }));
+  };
+  const unfinished = (statuses: { status: string; n: number }[]) =>
+    statuses.filter((s) => s.status === 'signed' || s.status === 'sent').reduce((a, s) => a + s.n, 0);
+  const { value: statuses, seconds } = await pollUntil(read, (s) => unfinished(s) === 0, {
+    everyMs: 20,
+    limitMs: 60_000,
+  });
   return {
     statuses,
     // Confirmed or past it: the worker's finality follower takes confirmed rows on to finalized.
@@ -184,10 +170,11 @@ async function waitSettled(service: RunningService, postIds: readonly string[]) 
       .filter((s) => s.status === 'confirmed' || s.status === 'finalized')
       .reduce((a, s) => a + s.n, 0),
     settledAtMs: Date.now(),
-    waitSeconds: (performance.now() - started) / 1000,
+    waitSeconds: seconds,
   };
 }
 
+/** Waits for every post's outbox row to be confirmed, then checks ledger = chain per account. */
 async function verify(service: RunningService, members: readonly Member[], postIds: readonly string[]) {
   const { app, platform } = service;
   const problems: string[] = [];
@@ -225,165 +212,157 @@ async function verify(service: RunningService, members: readonly Member[], postI
 
 // ---------------------------------------------------------------- main
 
-async function main(): Promise<number> {
+async function main(bench: Bench): Promise<string> {
   const settings = readSettings();
   const setupStarted = performance.now();
-  const { service, stop } = await startBenchService(['api', 'worker']);
+  const service = await bench.startService(['api', 'worker']);
   const { config } = service.app;
-  let receiver: Receiver | undefined;
-  try {
-    const base = service.apiUrl!;
-    const stackSeconds = (performance.now() - setupStarted) / 1000;
-    const members = await fundedMembers(service, settings.accounts, FUNDING_MICRO);
-    // Issue 39's check: the write path with every post's events delivered to webhooks as it runs.
-    receiver = settings.webhookEndpoints > 0 ? await startReceiver() : undefined;
-    if (receiver) {
-      await registerEndpoints(
-        base,
-        members.map((m) => m.key),
-        settings.webhookEndpoints,
-        receiver.port,
-      );
-    }
-    // Warm-up (not counted): one post per account, so keys, wallets and connections are warm.
-    const warm = newTally();
-    await Promise.all(members.map((m) => postOnce(base, m.key, warm)));
-    console.log(
-      `write-path bench: ${settings.accounts} accounts, ${os.cpus().length} cores, WRITE_TIMEOUT_MS ${config.WRITE_TIMEOUT_MS}` +
-        `, ${settings.webhookEndpoints} webhook endpoints` +
-        ` (stack ${stackSeconds.toFixed(1)} s, accounts + warm-up ${((performance.now() - setupStarted) / 1000 - stackSeconds).toFixed(1)} s)`,
-    );
-
-    // The load runs in a child process, as clients would: its HTTP client is not on the
-    // service's event loop.
-    const keys = members.map((m) => m.key);
-    const warmLoad =
-      settings.warmupSeconds > 0
-        ? await runLoadPhase({
-            kind: 'closed',
-            base,
-            keys,
-            concurrency: settings.concurrency,
-            seconds: settings.warmupSeconds,
-          })
-        : undefined;
-    // Its backlog settles before the clock starts, so the throughput phase is charged only its own.
-    if (warmLoad) await waitSettled(service, warmLoad.tally.postIds);
-    const cpuAtStart = cpuTimes();
-    const throughput = await runLoadPhase({
-      kind: 'closed',
+  const base = service.apiUrl!;
+  const stackSeconds = (performance.now() - setupStarted) / 1000;
+  const members = await fundedMembers(service, settings.accounts, POSTER_FUNDING_MICRO);
+  // Issue 39's check: the write path with every post's events delivered to webhooks as it runs.
+  const receiver = settings.webhookEndpoints > 0 ? await startReceiver() : undefined;
+  if (receiver) {
+    bench.defer(() => receiver.close());
+    await registerEndpoints(
       base,
-      keys,
-      concurrency: settings.concurrency,
-      seconds: settings.seconds,
-    });
-    const cpuDuringThroughput = describeCpu(cpuAtStart, cpuTimes());
-    const throughputSettled = await waitSettled(service, throughput.tally.postIds);
-    const latency = await runLoadPhase({
-      kind: 'open',
-      base,
-      keys,
-      rate: settings.rate,
-      seconds: settings.latencySeconds,
-    });
-    const floorRun = await floor(
-      service.app.stack.postgres.url,
-      settings.accounts,
-      settings.concurrency,
-      settings.floorSeconds,
+      members.map((m) => m.key),
+      settings.webhookEndpoints,
+      receiver.port,
     );
-
-    const allIds = [
-      ...warm.postIds,
-      ...(warmLoad?.tally.postIds ?? []),
-      ...throughput.tally.postIds,
-      ...latency.tally.postIds,
-    ];
-    const check = await verify(service, members, allIds);
-    const problems = [...check.problems, ...floorRun.problems];
-    for (const [label, tally] of [
-      ['warm-up', warm],
-      ['warm-up load', warmLoad?.tally ?? newTally()],
-      ['throughput', throughput.tally],
-      ['latency', latency.tally],
-    ] as const) {
-      for (const [outcome, n] of tally.other) problems.push(`${label}: ${n} x ${outcome}`);
-    }
-    // Every post confirmed is no check when none was paid (a service that answers nothing 2xx).
-    for (const [label, tally] of [
-      ['throughput', throughput.tally],
-      ['latency', latency.tally],
-    ] as const) {
-      if (tally.postIds.length === 0) problems.push(`${label}: no post was paid`);
-    }
-
-    const t = throughput.tally;
-    const confirmedSeconds = (throughputSettled.settledAtMs - throughput.startedAtMs) / 1000;
-    const confirmedPerSecond = throughputSettled.confirmed / confirmedSeconds;
-    const p50 = percentile(latency.tally.latenciesMs, 50);
-    const p99 = percentile(latency.tally.latenciesMs, 99);
-    const ratio = confirmedPerSecond / floorRun.perSecond;
-    const throughputOk = confirmedPerSecond >= TARGET_CONFIRMED_PER_SECOND;
-    const latencyOk = p99 < TARGET_P99_MS && latency.tally.pending === 0;
-
-    console.log('');
-    if (warmLoad) {
-      const w = warmLoad.tally;
-      console.log(
-        `0. warm-up (not counted), closed loop, ${settings.concurrency} clients, ${warmLoad.seconds.toFixed(1)} s: ` +
-          `${w.executed} executed, ${(w.executed / warmLoad.seconds).toFixed(0)}/s`,
-      );
-    }
-    console.log(
-      `1. throughput, closed loop, ${settings.concurrency} clients, ${throughput.seconds.toFixed(1)} s:`,
-    );
-    console.log(
-      `   ${t.executed} executed (201), ${t.pending} pending (202), ${[...t.other.values()].reduce((a, b) => a + b, 0)} other` +
-        `  latency p50 ${percentile(t.latenciesMs, 50).toFixed(0)} ms, p99 ${percentile(t.latenciesMs, 99).toFixed(0)} ms;` +
-        ` ${throughputSettled.confirmed} confirmed on chain ${confirmedSeconds.toFixed(1)} s after the start`,
-    );
-    console.log(`   ${cpuDuringThroughput}`);
-    console.log(
-      `   ${targetMark(throughputOk)} ${confirmedPerSecond.toFixed(0).padStart(6)} confirmed paid posts/s   target >= ${TARGET_CONFIRMED_PER_SECOND}`,
-    );
-    const l = latency.tally;
-    console.log(
-      `2. latency, open loop, ${settings.rate} posts/s offered for ${settings.latencySeconds} s (${l.latenciesMs.length} posts,` +
-        ` done in ${latency.seconds.toFixed(1)} s, schedule lag max ${latency.lagMs.toFixed(0)} ms):`,
-    );
-    console.log(`   ${l.executed} executed (201), ${l.pending} pending (202)`);
-    console.log(
-      `   ${targetMark(latencyOk)} p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0).padStart(6)} ms              target p99 < ${TARGET_P99_MS} ms`,
-    );
-    console.log(
-      `3. floor, Postgres debit + insert transaction, ${settings.concurrency} connections, ${floorRun.seconds.toFixed(1)} s:`,
-    );
-    console.log(
-      `        ${floorRun.perSecond.toFixed(0).padStart(6)} transactions/s (${floorRun.transactions})`,
-    );
-    console.log(`   ratio paid posts / floor: ${(ratio * 100).toFixed(1)}%`);
-    console.log(
-      `   check (${check.waitSeconds.toFixed(1)} s): ${
-        problems.length === 0
-          ? `all ${allIds.length} posts' outbox rows confirmed; ledger = on-chain USDC for all ${members.length} accounts`
-          : 'PROBLEMS'
-      }`,
-    );
-    for (const problem of problems.slice(0, 20)) console.log(`   ! ${problem}`);
-    const ok = passes(problems.length === 0, throughputOk && latencyOk);
-    console.log(
-      `${ok ? 'PASS' : 'FAIL'}: ${confirmedPerSecond.toFixed(0)} confirmed posts/s, p99 ${p99.toFixed(0)} ms at ${settings.rate}/s, ` +
-        `floor ${floorRun.perSecond.toFixed(0)}/s` +
-        (problems.length > 0 ? `, ${problems.length} problem(s)` : ''),
-    );
-    if (receiver) {
-      console.log(`   webhooks: ${(await receiver.report(0)).received} deliveries received during the run`);
-    }
-    return ok ? 0 : 1;
-  } finally {
-    await receiver?.close();
-    await stop();
   }
+  // Warm-up (not counted): one post per account, so keys, wallets and connections are warm.
+  const warm = newTally();
+  await Promise.all(members.map((m) => postOnce(base, m.key, warm)));
+  console.log(
+    `write-path bench: ${settings.accounts} accounts, ${os.cpus().length} cores, WRITE_TIMEOUT_MS ${config.WRITE_TIMEOUT_MS}` +
+      `, ${settings.webhookEndpoints} webhook endpoints` +
+      ` (stack ${stackSeconds.toFixed(1)} s, accounts + warm-up ${((performance.now() - setupStarted) / 1000 - stackSeconds).toFixed(1)} s)`,
+  );
+
+  // The load runs in a child process, as clients would: its HTTP client is not on the
+  // service's event loop.
+  const keys = members.map((m) => m.key);
+  const warmLoad =
+    settings.warmupSeconds > 0
+      ? await runLoadPhase({
+          kind: 'closed',
+          base,
+          keys,
+          concurrency: settings.concurrency,
+          seconds: settings.warmupSeconds,
+        })
+      : undefined;
+  // Its backlog settles before the clock starts, so the throughput phase is charged only its own.
+  if (warmLoad) await waitSettled(service, warmLoad.tally.postIds);
+  const cpuAtStart = cpuTimes();
+  const throughput = await runLoadPhase({
+    kind: 'closed',
+    base,
+    keys,
+    concurrency: settings.concurrency,
+    seconds: settings.seconds,
+  });
+  const cpuDuringThroughput = describeCpu(cpuAtStart, cpuTimes());
+  const throughputSettled = await waitSettled(service, throughput.tally.postIds);
+  const latency = await runLoadPhase({
+    kind: 'open',
+    base,
+    keys,
+    rate: settings.rate,
+    seconds: settings.latencySeconds,
+  });
+  const floorRun = await floor(
+    service.app.stack.postgres.url,
+    settings.accounts,
+    settings.concurrency,
+    settings.floorSeconds,
+  );
+
+  const allIds = [
+    ...warm.postIds,
+    ...(warmLoad?.tally.postIds ?? []),
+    ...throughput.tally.postIds,
+    ...latency.tally.postIds,
+  ];
+  const check = await verify(service, members, allIds);
+  const problems = [...check.problems, ...floorRun.problems];
+  for (const [label, tally] of [
+    ['warm-up', warm],
+    ['warm-up load', warmLoad?.tally ?? newTally()],
+    ['throughput', throughput.tally],
+    ['latency', latency.tally],
+  ] as const) {
+    for (const [outcome, n] of tally.other) problems.push(`${label}: ${n} x ${outcome}`);
+  }
+  // Every post confirmed is no check when none was paid (a service that answers nothing 2xx).
+  for (const [label, tally] of [
+    ['throughput', throughput.tally],
+    ['latency', latency.tally],
+  ] as const) {
+    if (tally.postIds.length === 0) problems.push(`${label}: no post was paid`);
+  }
+
+  const t = throughput.tally;
+  const confirmedSeconds = (throughputSettled.settledAtMs - throughput.startedAtMs) / 1000;
+  const confirmedPerSecond = throughputSettled.confirmed / confirmedSeconds;
+  const p50 = percentile(latency.tally.latenciesMs, 50);
+  const p99 = percentile(latency.tally.latenciesMs, 99);
+  const ratio = confirmedPerSecond / floorRun.perSecond;
+  const throughputMark = bench.target(confirmedPerSecond >= TARGET_CONFIRMED_PER_SECOND);
+  const latencyMark = bench.target(p99 < TARGET_P99_MS && latency.tally.pending === 0);
+
+  console.log('');
+  if (warmLoad) {
+    const w = warmLoad.tally;
+    console.log(
+      `0. warm-up (not counted), closed loop, ${settings.concurrency} clients, ${warmLoad.seconds.toFixed(1)} s: ` +
+        `${w.executed} executed, ${(w.executed / warmLoad.seconds).toFixed(0)}/s`,
+    );
+  }
+  console.log(
+    `1. throughput, closed loop, ${settings.concurrency} clients, ${throughput.seconds.toFixed(1)} s:`,
+  );
+  console.log(
+    `   ${t.executed} executed (201), ${t.pending} pending (202), ${[...t.other.values()].reduce((a, b) => a + b, 0)} other` +
+      `  latency p50 ${percentile(t.latenciesMs, 50).toFixed(0)} ms, p99 ${percentile(t.latenciesMs, 99).toFixed(0)} ms;` +
+      ` ${throughputSettled.confirmed} confirmed on chain ${confirmedSeconds.toFixed(1)} s after the start`,
+  );
+  console.log(`   ${cpuDuringThroughput}`);
+  console.log(
+    `   ${throughputMark} ${confirmedPerSecond.toFixed(0).padStart(6)} confirmed paid posts/s   target >= ${TARGET_CONFIRMED_PER_SECOND}`,
+  );
+  const l = latency.tally;
+  console.log(
+    `2. latency, open loop, ${settings.rate} posts/s offered for ${settings.latencySeconds} s (${l.latenciesMs.length} posts,` +
+      ` done in ${latency.seconds.toFixed(1)} s, schedule lag max ${latency.lagMs.toFixed(0)} ms):`,
+  );
+  console.log(`   ${l.executed} executed (201), ${l.pending} pending (202)`);
+  console.log(
+    `   ${latencyMark} p50 ${p50.toFixed(0)} ms, p99 ${p99.toFixed(0).padStart(6)} ms              target p99 < ${TARGET_P99_MS} ms`,
+  );
+  console.log(
+    `3. floor, Postgres debit + insert transaction, ${settings.concurrency} connections, ${floorRun.seconds.toFixed(1)} s:`,
+  );
+  console.log(
+    `        ${floorRun.perSecond.toFixed(0).padStart(6)} transactions/s (${floorRun.transactions})`,
+  );
+  console.log(`   ratio paid posts / floor: ${(ratio * 100).toFixed(1)}%`);
+  console.log(
+    `   check (${check.waitSeconds.toFixed(1)} s): ${
+      problems.length === 0
+        ? `all ${allIds.length} posts' outbox rows confirmed; ledger = on-chain USDC for all ${members.length} accounts`
+        : 'PROBLEMS'
+    }`,
+  );
+  if (receiver) {
+    console.log(`   webhooks: ${(await receiver.report(0)).received} deliveries received during the run`);
+  }
+  problems.forEach(bench.problem);
+  return (
+    `${confirmedPerSecond.toFixed(0)} confirmed posts/s, p99 ${p99.toFixed(0)} ms at ${settings.rate}/s, ` +
+    `floor ${floorRun.perSecond.toFixed(0)}/s`
+  );
 }
 
 runBench(main);

@@ -12,28 +12,15 @@
  * bench/README.md and docs/benchmarks.md. A write not answered 2xx exits 1. A smoke run
  * (BENCH_SMOKE=1): two windows of 1 s at the low level (2 + 5), 500 posts, 2 posters, 5 likers.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { RunningService } from '../src/service.js';
-import { intSetting, sized, SMOKE } from './bench-settings.js';
-import { runBench, startBenchService } from './bench-service.js';
-import { settlePayments, startFundedWriter, writeLevels } from './bench-writer.js';
+import { intSetting, listSetting, sized } from './bench-settings.js';
+import { settlePayments, startFundedWriter, writeFor, writeLevels, writeProblems } from './bench-writer.js';
 import { cpuTimes, describeCpu } from './machine-cpu.js';
 import { seedReadData } from './read-seed.js';
 import type { WriteRates } from './read-writer.js';
-
-function readSettings() {
-  const rates: Record<string, WriteRates> = writeLevels();
-  const names = (
-    process.env.BENCH_STEP_PLAN ?? (SMOKE ? 'low,low' : 'low,low,high,high,low,low,low,high,high')
-  ).split(',');
-  const plan = names.map((name) => {
-    const level = rates[name.trim()];
-    if (!level) throw new Error(`BENCH_STEP_PLAN: ${JSON.stringify(name)} is neither low nor high`);
-    return { name: name.trim(), rates: level };
-  });
-  return { plan, seconds: intSetting('BENCH_SECONDS', 9, 1, 1) };
-}
+import { runBench } from './runner.js';
+import { formatMs as ms } from './stats.js';
 
 async function connections(service: RunningService): Promise<number> {
   const { rows } = await sql<{ n: number }>`
@@ -42,60 +29,41 @@ async function connections(service: RunningService): Promise<number> {
   return rows[0]!.n;
 }
 
-const ms = (value: number | null) => (value === null ? '-' : value.toFixed(0));
-
-async function main(): Promise<number> {
-  const settings = readSettings();
-  const { service, stop } = await startBenchService(['api', 'worker']);
-  try {
-    await seedReadData(service, { posts: sized(2_000, 500), authors: sized(20, 5), tag: 'step' });
-    const writer = await startFundedWriter(service, {
-      posters: sized(40, 2),
-      likers: sized(200, 5),
-      tag: 'step',
-    });
+runBench(async (bench) => {
+  const levels: Record<string, WriteRates> = writeLevels();
+  const plan = listSetting(
+    'BENCH_STEP_PLAN',
+    'low,low,high,high,low,low,low,high,high',
+    (name) => (levels[name] ? { name, rates: levels[name] } : undefined),
+    'low,low',
+  );
+  const seconds = intSetting('BENCH_SECONDS', 9, 1, 1);
+  const service = await bench.startService(['api', 'worker']);
+  await seedReadData(service, { posts: sized(2_000, 500), authors: sized(20, 5), tag: 'step' });
+  const writer = await startFundedWriter(service, {
+    posters: sized(40, 2),
+    likers: sized(200, 5),
+    tag: 'step',
+  });
+  bench.defer(writer.close);
+  console.log(
+    `write-step bench: roles api+worker, nothing read; windows of ${seconds} s, each after the payments backlog settled`,
+  );
+  for (const [i, window] of plan.entries()) {
+    const settled = await settlePayments(service);
+    const before = await connections(service);
+    const cpuAtStart = cpuTimes();
+    const writes = await writeFor(writer, window.rates, seconds);
+    const after = await connections(service);
     // No target, but a check: every window's writes answered 2xx.
-    const problems: string[] = [];
-    try {
-      console.log(
-        `write-step bench: roles api+worker, nothing read; windows of ${settings.seconds} s, each after the payments backlog settled`,
-      );
-      for (const [i, window] of settings.plan.entries()) {
-        const settled = await settlePayments(service);
-        const before = await connections(service);
-        const cpuAtStart = cpuTimes();
-        await writer.start(window.rates, 0);
-        await sleep(settings.seconds * 1000);
-        const writes = await writer.stop();
-        const after = await connections(service);
-        for (const [kind, result] of [
-          ['posts', writes.posts],
-          ['likes', writes.likes],
-        ] as const) {
-          if (result.ok !== result.sent) {
-            problems.push(
-              `window ${i + 1}: ${result.ok} of ${result.sent} ${kind} answered 2xx` +
-                result.other.map(([outcome, n]) => `; ${n} x ${outcome}`).join(''),
-            );
-          }
-        }
-        console.log(
-          `${String(i + 1).padStart(2)} ${window.name.padEnd(4)} ${window.rates.postsPerSecond} + ${window.rates.likesPerSecond}/s:` +
-            ` posts p50 ${ms(writes.posts.p50Ms)} ms p99 ${ms(writes.posts.p99Ms)} ms,` +
-            ` likes p50 ${ms(writes.likes.p50Ms)} ms p99 ${ms(writes.likes.p99Ms)} ms,` +
-            ` ${writes.inFlightMax} in flight at most; Postgres connections ${before} -> ${after}` +
-            ` (backlog settled in ${settled.seconds.toFixed(1)} s); ${describeCpu(cpuAtStart, cpuTimes())}`,
-        );
-      }
-      for (const problem of problems) console.log(`! ${problem}`);
-      console.log(`${problems.length === 0 ? 'PASS' : 'FAIL'}: write-step (every write answered 2xx)`);
-      return problems.length === 0 ? 0 : 1;
-    } finally {
-      await writer.close();
-    }
-  } finally {
-    await stop();
+    writeProblems(`window ${i + 1}`, writes).forEach(bench.problem);
+    console.log(
+      `${String(i + 1).padStart(2)} ${window.name.padEnd(4)} ${window.rates.postsPerSecond} + ${window.rates.likesPerSecond}/s:` +
+        ` posts p50 ${ms(writes.posts.p50Ms)} ms p99 ${ms(writes.posts.p99Ms)} ms,` +
+        ` likes p50 ${ms(writes.likes.p50Ms)} ms p99 ${ms(writes.likes.p99Ms)} ms,` +
+        ` ${writes.inFlightMax} in flight at most; Postgres connections ${before} -> ${after}` +
+        ` (backlog settled in ${settled.seconds.toFixed(1)} s); ${describeCpu(cpuAtStart, cpuTimes())}`,
+    );
   }
-}
-
-runBench(main);
+  return 'write-step (every write answered 2xx)';
+});

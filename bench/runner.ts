@@ -41,12 +41,22 @@ export function runBench(main: (bench: Bench) => Promise<string | void>): void {
   const problems: string[] = [];
   let checksHeld = true;
   let targetsMet = true;
+  let interrupted = false;
+  /** Services still starting: a signal waits for them, so that their stop is deferred before it runs. */
+  const starting = new Set<Promise<unknown>>();
   const bench: Bench = {
     defer: (cleanup) => void cleanups.push(cleanup),
     startService: async (roles, env) => {
-      const { service, stop } = await startBenchService(roles, env);
-      cleanups.push(stop);
-      return service;
+      if (interrupted) throw new Error('interrupted: no service starts now');
+      const started = startBenchService(roles, env);
+      starting.add(started);
+      try {
+        const { service, stop } = await started;
+        cleanups.push(stop);
+        return service;
+      } finally {
+        starting.delete(started);
+      }
     },
     problem: (text) => void problems.push(text),
     problems,
@@ -77,13 +87,14 @@ export function runBench(main: (bench: Bench) => Promise<string | void>): void {
       return clean;
     })());
 
-  let interrupted = false;
   const onSignal = (signal: NodeJS.Signals) => {
     const code = signal === 'SIGINT' ? 130 : 143;
     if (interrupted) process.exit(code);
     interrupted = true;
     console.error(`${signal}: cleaning up before exiting (${signal} again to exit at once)`);
-    void cleanUp().finally(() => process.exit(code));
+    void Promise.allSettled(starting)
+      .then(cleanUp)
+      .finally(() => process.exit(code));
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);

@@ -17,16 +17,22 @@ export const SMOKE = flagSetting('BENCH_SMOKE');
 export function intSetting(name: string, fallback: number, min: number, smoke?: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return SMOKE && smoke !== undefined ? smoke : fallback;
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min) {
+  const value = wholeNumber(raw, min);
+  if (value === undefined)
     throw new Error(`${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
-  }
   return value;
 }
 
+/** `raw` as a whole number at least `min` (a list item of listSetting), else undefined. */
+export function wholeNumber(raw: string, min: number): number | undefined {
+  const value = Number(raw);
+  return Number.isSafeInteger(value) && value >= min ? value : undefined;
+}
+
 /**
- * A comma-separated setting (BENCH_RATES=50,200), each item trimmed and read by `parse` (which
- * throws on a bad one), or the default (`smoke` in a smoke run, when given).
+ * A comma-separated setting (BENCH_RATES=50,200), each item trimmed and read by `parse`, or the
+ * default (`smoke` in a smoke run, when given). An item `parse` does not know (undefined) stops the
+ * run with a message naming the variable.
  */
 export function listSetting<T>(
   name: string,
@@ -41,12 +47,6 @@ export function listSetting<T>(
     return value;
   });
 }
-
-/** A whole number at least 1 (a list item of listSetting), else undefined. */
-export const positiveInt = (item: string): number | undefined => {
-  const value = Number(item);
-  return Number.isSafeInteger(value) && value >= 1 ? value : undefined;
-};
 
 /** BENCH_ROLES: the service's roles, each a known one and `required` among them. */
 export function rolesSetting(fallback: string, required: readonly RoleName[] = []): RoleName[] {

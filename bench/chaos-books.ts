@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import type { Db } from '../src/adapters/postgres/db.js';
@@ -188,9 +187,7 @@ const day = (date: Date) => date.toISOString().slice(0, 10);
 async function reconciled(deps: BookDeps, outboxCount: number, since: Date): Promise<Check> {
   const query = `query ($from: String!, $to: String!) { reconciliationSummary(from: $from, to: $to) {
     day matched exceptions { amountMismatch wrongParty failedOnChain missing pending unexplained } } }`;
-  const deadline = Date.now() + 90_000;
-  let detail: string;
-  for (;;) {
+  const read = async () => {
     const answer = await deps.gql(query, { from: day(since), to: day(new Date()) }).catch((e: Error) => ({
       errors: [e.message],
       data: undefined,
@@ -206,14 +203,12 @@ async function reconciled(deps: BookDeps, outboxCount: number, since: Date): Pro
     for (const d of days)
       for (const [k, v] of Object.entries(d.exceptions)) exceptions[k] = (exceptions[k] ?? 0) + v;
     const bad = Object.values(exceptions).reduce((a, b) => a + b, 0);
-    detail = answer.errors
+    const detail = answer.errors
       ? `GraphQL errors: ${JSON.stringify(answer.errors).slice(0, 300)}`
       : `${matched} of ${outboxCount} outbox rows matched; exceptions ${JSON.stringify(exceptions)}`;
-    if (!answer.errors && matched === outboxCount && bad === 0)
-      return { name: RECONCILED, pass: true, detail };
-    if (Date.now() > deadline) return { name: RECONCILED, pass: false, detail };
-    await sleep(2_000);
-  }
+    return { name: RECONCILED, pass: !answer.errors && matched === outboxCount && bad === 0, detail };
+  };
+  return (await pollUntil(read, (check) => check.pass, { everyMs: 2_000, limitMs: 90_000 })).value;
 }
 const RECONCILED = 'every outbox row reconciles matched (ClickHouse)';
 
@@ -229,10 +224,8 @@ async function earningsShipped(deps: BookDeps, members: Member[], since: Date): 
   const query = `query ($handle: String!, $from: DateTime!, $to: DateTime!) {
     creatorEarnings(handle: $handle, from: $from, to: $to, granularity: DAY) { amountUsdMicro } }`;
   const from = new Date(since.getTime() - 3_600_000).toISOString();
-  const deadline = Date.now() + 60_000;
-  let differences: string[];
-  for (;;) {
-    differences = [];
+  const read = async (): Promise<Check> => {
+    const differences: string[] = [];
     for (const m of members) {
       const to = new Date(Date.now() + 3_600_000).toISOString();
       const answer = await deps
@@ -247,13 +240,11 @@ async function earningsShipped(deps: BookDeps, members: Member[], since: Date): 
       else if (clickhouse !== want)
         differences.push(`${m.account.handle}: ClickHouse ${clickhouse}, ledger ${want}`);
     }
-    if (differences.length === 0) {
-      const total = [...ledger.values()].reduce((a, b) => a + b, 0n);
-      return { name, pass: true, detail: `${members.length} creators agree (${total} micro-USD earned)` };
-    }
-    if (Date.now() > deadline) return { name, pass: false, detail: differences.join('; ') };
-    await sleep(2_000);
-  }
+    if (differences.length > 0) return { name, pass: false, detail: differences.join('; ') };
+    const total = [...ledger.values()].reduce((a, b) => a + b, 0n);
+    return { name, pass: true, detail: `${members.length} creators agree (${total} micro-USD earned)` };
+  };
+  return (await pollUntil(read, (check) => check.pass, { everyMs: 2_000, limitMs: 60_000 })).value;
 }
 
 /** No BullMQ job left failed, nor delayed (job schedulers' next runs aside), in any queue. */

@@ -1,4 +1,4 @@
-import type { Target } from './http-load.js';
+import { graphqlRequest, type Target } from './http-load.js';
 
 /** A feed route the read benches measure, and whether its target is GraphQL's or REST's. */
 export interface FeedRoute extends Target {
@@ -30,11 +30,7 @@ export function feedRoutes(base: string, key: string): FeedRoute[] {
     {
       name: 'GraphQL feed(LATEST, 20)',
       url: `${base}/graphql`,
-      options: {
-        method: 'POST',
-        headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({ query }),
-      },
+      options: graphqlRequest(query, auth),
       graphql: true,
     },
   ];

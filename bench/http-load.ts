@@ -92,6 +92,13 @@ export async function plainServer(body: Buffer): Promise<{ url: string; close: (
   };
 }
 
+/** A GraphQL query as a load sends it: POSTed as JSON, with `headers` (authorization) beside. */
+export const graphqlRequest = (query: string, headers: Record<string, string> = {}): RequestOptions => ({
+  method: 'POST',
+  headers: { ...headers, 'content-type': 'application/json' },
+  body: JSON.stringify({ query }),
+});
+
 /** A read's checks, held in a smoke run too: every request answered 2xx, and some were answered. */
 export const allAnswered2xx = (result: Load): boolean =>
   result.errors + result.non2xx === 0 && result.answered > 0;

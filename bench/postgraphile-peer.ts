@@ -5,6 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { freePort } from '../src/devstack/free-port.js';
 import { projectRoot } from '../src/project-root.js';
+import { pollUntil } from './clock.js';
+import { graphqlRequest } from './http-load.js';
 
 /**
  * PostGraphile v4, the peer of `bench/read-peer.ts`, as its users run it: the CLI in a process of
@@ -60,22 +62,16 @@ export async function startPostGraphile(
 
 /** Until PostGraphile answers a query (it introspects the schema first), at most 60 s. */
 async function waitReady(child: ChildProcess, url: string, output: () => string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
+  const answers = async () => {
     if (child.exitCode !== null) throw new Error(`postgraphile exited ${child.exitCode}:\n${output()}`);
-    try {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: '{ __typename }' }),
-      });
-      if (response.ok) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`postgraphile did not answer within 60 s:\n${output()}`);
-    await sleep(200);
-  }
+    const request = graphqlRequest('{ __typename }');
+    return fetch(url, request).then(
+      (response) => response.ok,
+      () => false,
+    ); // false: not listening yet
+  };
+  const { held } = await pollUntil(answers, (ok) => ok, { everyMs: 200, limitMs: 60_000 });
+  if (!held) throw new Error(`postgraphile did not answer within 60 s:\n${output()}`);
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {

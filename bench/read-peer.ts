@@ -35,11 +35,12 @@ import { intSetting } from './bench-settings.js';
 import {
   allAnswered2xx,
   CONNECTIONS,
+  graphqlRequest,
   load,
   sample,
   warmUp,
   type Load,
-  type RequestOptions,
+  type Target,
 } from './http-load.js';
 import { cpuTimes, describeCpu } from './machine-cpu.js';
 import { startPostGraphile } from './postgraphile-peer.js';
@@ -59,11 +60,9 @@ interface PagePost {
   reposts: number;
 }
 
-interface Side {
+interface Side extends Target {
   name: string;
   peer: boolean;
-  url: string;
-  options: RequestOptions;
   /** The page's posts from the side's answer (throws on an answer that is not a page). */
   posts: (body: unknown) => PagePost[];
 }
@@ -74,12 +73,6 @@ const PEER_RELATIONS_QUERY =
   '{ posts(first: 20, orderBy: [CREATED_AT_DESC, ID_DESC]) { edges { node { id content type createdAt author { handle displayName } likes { totalCount } childPosts { totalCount } reposts { totalCount } } } pageInfo { endCursor hasNextPage } } }';
 const PEER_STORED_QUERY =
   '{ posts(first: 20, orderBy: [CREATED_AT_DESC, ID_DESC], condition: { failed: false }) { edges { node { id content type createdAt likeCount replyCount repostCount author { handle displayName } } } pageInfo { endCursor hasNextPage } } }';
-
-const graphqlPost = (body: string, headers: Record<string, string> = {}): RequestOptions => ({
-  method: 'POST',
-  headers: { ...headers, 'content-type': 'application/json' },
-  body: JSON.stringify({ query: body }),
-});
 
 /** `data.<field>.edges[].node` of a GraphQL answer; GraphQL errors throw. */
 function edges(body: unknown, field: string): Record<string, unknown>[] {
@@ -133,14 +126,14 @@ async function main(bench: Bench): Promise<string> {
     name: 'ours GraphQL feed(LATEST, 20)',
     peer: false,
     url: `${base}/graphql`,
-    options: graphqlPost(OUR_QUERY, auth),
+    options: graphqlRequest(OUR_QUERY, auth),
     posts: (body) => edges(body, 'feed').map(storedCounts),
   };
   const relationsPeer: Side = {
     name: 'PostGraphile, relation counts',
     peer: true,
     url: peer.url,
-    options: graphqlPost(PEER_RELATIONS_QUERY),
+    options: graphqlRequest(PEER_RELATIONS_QUERY),
     posts: (body) =>
       edges(body, 'posts').map((node) => ({
         id: node.id as string,
@@ -168,7 +161,7 @@ async function main(bench: Bench): Promise<string> {
       name: 'PostGraphile, stored columns',
       peer: true,
       url: peer.url,
-      options: graphqlPost(PEER_STORED_QUERY),
+      options: graphqlRequest(PEER_STORED_QUERY),
       posts: (body) => edges(body, 'posts').map(storedCounts),
     });
   }

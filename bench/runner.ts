@@ -1,7 +1,7 @@
 import type { RunningService } from '../src/service.js';
 import type { RoleName } from '../workers/role.js';
 import { startBenchService } from './bench-service.js';
-import { SMOKE, targetMark } from './bench-settings.js';
+import { passes, SMOKE, targetMark } from './bench-settings.js';
 
 /** Problems printed above a verdict at most: a broken run may find one per account. */
 const MAX_PROBLEMS_PRINTED = 20;
@@ -113,7 +113,7 @@ export function runBench(main: (bench: Bench) => Promise<string | void>): void {
     if (interrupted) return; // onSignal exits
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    const ok = !crashed && clean && checksHeld && problems.length === 0 && (targetsMet || SMOKE);
+    const ok = !crashed && clean && problems.length === 0 && passes(checksHeld, targetsMet);
     for (const problem of problems.slice(0, MAX_PROBLEMS_PRINTED)) console.log(`! ${problem}`);
     if (problems.length > MAX_PROBLEMS_PRINTED)
       console.log(`! ... and ${problems.length - MAX_PROBLEMS_PRINTED} more`);

@@ -27,7 +27,7 @@ import { sql } from 'kysely';
 import type { Redis } from 'ioredis';
 import { createRedis } from '../src/adapters/redis/index.js';
 import type { RunningService } from '../src/service.js';
-import { intSetting, listSetting, positiveInt, rolesSetting, sized } from './bench-settings.js';
+import { intSetting, listSetting, rolesSetting, sized, wholeNumber } from './bench-settings.js';
 import { startFundedWriter, writeFor, writeProblems } from './bench-writer.js';
 import { pollUntil } from './clock.js';
 import { cpuTimes } from './machine-cpu.js';
@@ -143,7 +143,7 @@ async function payFor(bench: Bench, writer: Writer, postsPerSecond: number, seco
 const ms = (cores: number, perSecond: number) => ((1000 * cores) / perSecond).toFixed(2);
 
 async function main(bench: Bench): Promise<string> {
-  const postRates = listSetting('BENCH_RATES', '50,200', positiveInt, '2');
+  const postRates = listSetting('BENCH_RATES', '50,200', (item) => wholeNumber(item, 1), '2');
   const seconds = intSetting('BENCH_SECONDS', 20, 1, 1);
   const idleSeconds = intSetting('BENCH_IDLE_SECONDS', 10, 1, 1);
   const warmupSeconds = intSetting('BENCH_WARMUP_SECONDS', 10, 0, 0);

@@ -1,17 +1,13 @@
 /**
- * The write-path benchmark's HTTP load (`bench/write-path.ts`), run in a child process of its own,
- * as real clients would be: its HTTP client then costs the service's event loop nothing.
- *
- *   node --import tsx bench/write-path-load.ts '<LoadPhase as JSON>'
- *
- * prints one JSON line: the phase's PhaseResult.
+ * The write-path benchmark's HTTP load (`bench/write-path.ts`), run in a child process of its own
+ * (bench-child.ts), as real clients would be: its HTTP client then costs the service's event loop
+ * nothing. `runLoadPhase` sends the child a LoadPhase; it answers the phase's PhaseResult.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { createJsonPoster } from '../src/adapters/solana/json-poster.js';
+import { forkBenchChild } from './bench-child.js';
 
 export type LoadPhase =
   | { kind: 'closed'; base: string; keys: string[]; concurrency: number; seconds: number }
@@ -111,31 +107,25 @@ async function openLoop(phase: Extract<LoadPhase, { kind: 'open' }>): Promise<Ph
   return { tally, seconds: (performance.now() - started) / 1000, startedAtMs, lagMs };
 }
 
+type FromChild = { type: 'result'; result: Omit<PhaseResult, 'tally'> & { tally: WireTally } };
+/** A tally as IPC carries it (JSON: no Map). */
+type WireTally = Omit<Tally, 'other'> & { other: Array<[string, number]> };
+
 /** Runs one phase in a child process and returns its result (latencies sorted). */
 export async function runLoadPhase(phase: LoadPhase): Promise<PhaseResult> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(import.meta.url), JSON.stringify(phase)],
-    {
-      cwd: path.dirname(path.dirname(fileURLToPath(import.meta.url))),
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-  if (code !== 0) throw new Error(`load process exited ${code}`);
-  const parsed = JSON.parse(out.trim().split('\n').at(-1)!) as Omit<PhaseResult, 'tally'> & {
-    tally: Omit<Tally, 'other'> & { other: Array<[string, number]> };
-  };
-  parsed.tally.latenciesMs.sort((a, b) => a - b);
-  return { ...parsed, tally: { ...parsed.tally, other: new Map(parsed.tally.other) } };
+  const child = forkBenchChild<FromChild>(import.meta.url);
+  const { result } = await child.ask({ type: 'run', phase }, 'result');
+  await child.close();
+  result.tally.latenciesMs.sort((a, b) => a - b);
+  return { ...result, tally: { ...result.tally, other: new Map(result.tally.other) } };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const phase = JSON.parse(process.argv[2]!) as LoadPhase;
-  const result = await (phase.kind === 'closed' ? closedLoop(phase) : openLoop(phase));
-  process.stdout.write(
-    `${JSON.stringify({ ...result, tally: { ...result.tally, other: [...result.tally.other] } })}\n`,
-  );
+  process.once('message', ({ phase }: { phase: LoadPhase }) => {
+    void (phase.kind === 'closed' ? closedLoop(phase) : openLoop(phase)).then((result) => {
+      const tally: WireTally = { ...result.tally, other: [...result.tally.other] };
+      process.send!({ type: 'result', result: { ...result, tally } } satisfies FromChild);
+    });
+  });
+  process.on('disconnect', () => process.exit(0));
 }

@@ -46,13 +46,14 @@ export interface CachedReadsServer {
  * them: kept feed pages (cached-feed-reads.ts) and kept GraphQL answers (cached-graphql-reads.ts).
  *
  * Why a second way in: a cache hit is most of what clients ask, and Fastify's request lifecycle
- * (routing, a request and a reply object, hooks) costs about as much as the hit itself. Measured
- * with the same cache answered from Fastify's first onRequest hook instead of here, REST feed hits
- * ran at 56-62 % of a plain node:http server against 70-77 % here, GraphQL at 27-33 % against
- * 36-44 % (bench:feed, docs/benchmarks.md). What the two ways share is one implementation each of
- * admission (admission.ts: 401, 403, 429 with RateLimit headers), error answers
- * (error-response.ts), metrics and the log line (request-record.ts); test/cached-reads-contract
- * runs every cached route both ways and compares the answers.
+ * (routing, a request and a reply object, hooks) costs about as much as the hit itself. Answered
+ * from Fastify's first onRequest hook instead (same cache, same code, reply hijacked), REST latest
+ * hits fell to 47 % of a plain node:http server from 70 % here with nothing written, and to 10.5 %
+ * from 12.9 % under 100 paid posts/s + 300 likes/s (medians of three alternating runs, 2026-11-28,
+ * docs/benchmarks.md): more than the 10 % we would trade for one way in. What the two ways share is
+ * one implementation each of admission (admission.ts: 401, 403, 429 with RateLimit headers), error
+ * answers (error-response.ts), metrics and the log line (request-record.ts);
+ * test/cached-reads-contract.test.ts runs every cached route both ways and compares the answers.
  *
  * Everything else, whatever is handed over, and everything once the server closes, is Fastify's.
  * `first: false` hands every request to Fastify (the contract test's other way).

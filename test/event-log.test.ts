@@ -2,13 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { followWallets } from '../src/app/indexer/wallet-follower.js';
-import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { drainOnChain, replaceSignedPayment } from './support/chain-tampering.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
+import { reconcileUntilQuiet } from './support/reconcile-rounds.js';
 import { until } from './support/until.js';
 
 /*
@@ -318,16 +318,14 @@ describe('failures and reconciliation exceptions', () => {
 
     // The reconciler and the wallet follower, each twice: the second look re-checks what the first
     // judged (at finalized, once the chain has finalized both), and must not tell it again.
-    const reconcile = () =>
-      reconcileRound(app, { missingAfterMs: 600_000, finalizedRecheckMs: 0, limit: 1_000 });
-    await reconcile();
+    await reconcileUntilQuiet(app, { finalizedRecheckMs: 600_000 });
     await followWallets(app);
     await until(
       'both tampered transactions finalized on chain',
       () => app.rpc.getSignatureStatuses([doomed.swapTx, shortSignature], { searchTransactionHistory: true }),
       (statuses) => statuses.every((s) => s?.confirmationStatus === 'finalized'),
     );
-    await reconcile();
+    await reconcileUntilQuiet(app, { finalizedRecheckMs: 0 });
     await followWallets(app);
     // The second round did look again: both rows were judged at finalized this time.
     const commitments = await app.db

@@ -8,6 +8,7 @@ import { onChainNative, onChainUsdc, settledMoney } from './support/balances.js'
 import { depositNative } from './support/deposit.js';
 import { expectShape } from './support/expect-shape.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
+import { reconcileUntilQuiet } from './support/reconcile-rounds.js';
 import { paymentsSettled } from './support/settled.js';
 
 /**
@@ -347,8 +348,7 @@ describe('GraphQL', () => {
 describe('reconciliation', () => {
   test('every swap reconciles matched, both currencies compared', async () => {
     await paymentsSettled(h.env.app.db);
-    const reconcile = () =>
-      reconcileRound(h.env.app, { missingAfterMs: 600_000, finalizedRecheckMs: 0, limit: 1_000 });
+    const reconcile = (finalizedRecheckMs: number) => reconcileUntilQuiet(h.env.app, { finalizedRecheckMs });
     const verdicts = async () =>
       (
         await sql<{ status: string | null; commitment: string | null; n: string }>`
@@ -362,11 +362,11 @@ describe('reconciliation', () => {
     const swaps = count[0]!.n;
     expect(Number(swaps)).toBeGreaterThanOrEqual(12);
 
-    await reconcile();
+    await reconcile(600_000);
     expect(await verdicts()).toEqual([{ status: 'matched', commitment: 'confirmed', n: swaps }]);
     // Once the slots have passed, the finalized look agrees.
     h.env.localnet!.chain.warp(40);
-    await reconcile();
+    await reconcile(0);
     expect(await verdicts()).toEqual([{ status: 'matched', commitment: 'finalized', n: swaps }]);
 
     // The verdict's amounts are the USDC the swap paid (ClickHouse amounts are micro-USD).

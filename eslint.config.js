@@ -3,7 +3,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.data/**', '.ci/**', 'dashboards/**', 'test/artifacts/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'clients/typescript/dist/**',
+      'clients/typescript/src/generated/**',
+      'node_modules/**',
+      '.data/**',
+      '.ci/**',
+      'dashboards/**',
+      'test/artifacts/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -7,7 +7,13 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: 'graphql/index.js' }],
   },
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'workers/**/*.test.ts'],
+    include: [
+      'src/**/*.test.ts',
+      'test/**/*.test.ts',
+      'workers/**/*.test.ts',
+      'clients/**/test/**/*.test.ts',
+      'examples/**/*.test.ts',
+    ],
     // chdb binds one data folder per process: each test file gets its own process (and folder).
     pool: 'forks',
     globalSetup: ['test/support/global-setup.ts'],

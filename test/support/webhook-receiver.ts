@@ -1,6 +1,6 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { verifyWebhook } from '../../clients/typescript/src/webhooks.js';
 
 /** One request as the receiver saw it. */
 export interface ReceivedRequest {
@@ -72,25 +72,16 @@ export async function startWebhookReceiver(
 }
 
 /**
- * The receiver's side of the signature, in plain node:crypto as the docs show it: the header's
- * `t` and every `v1`; valid when one `v1` equals HMAC-SHA256(secret, "<t>.<raw body>") and `t` is
- * within 300 s of now.
+ * The receiver's side of the signature, as the typed client checks it (verifyWebhook): one `v1`
+ * equals HMAC-SHA256(secret, "<t>.<raw body>") and `t` is within 300 s of now.
  */
-export function verifiedWith(
-  secret: string,
-  header: string | string[] | undefined,
-  rawBody: string,
-): boolean {
-  if (typeof header !== 'string') return false;
-  const parts = header.split(',').map((part) => part.split('='));
-  const t = parts.find(([key]) => key === 't')?.[1];
-  const signatures = parts.filter(([key]) => key === 'v1').map(([, value]) => value ?? '');
-  if (!t || Math.abs(Date.now() / 1000 - Number(t)) > 300) return false;
-  const expected = createHmac('sha256', secret).update(`${t}.${rawBody}`).digest();
-  return signatures.some((signature) => {
-    const given = Buffer.from(signature, 'hex');
-    return given.length === expected.length && timingSafeEqual(given, expected);
-  });
+export function verifiedWith(secret: string, header: string | string[] | undefined, rawBody: string): boolean {
+  try {
+    verifyWebhook(secret, { 'ledgerfeed-signature': header }, rawBody);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** How many `v1=` entries the header carries. */

@@ -1,13 +1,26 @@
+import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import type { ApiDeps } from '../app/api-deps.js';
 import { buildServer } from './server.js';
 
 /**
  * The OpenAPI document of /api/v1, generated from the route schemas (committed as
- * schema/openapi.json; test/openapi.test.ts fails when it is stale). Building the routes needs no
- * backing service, so the dependencies here refuse to be used.
+ * schema/openapi.json; test/openapi.test.ts fails when it is stale). GET /api/v1/openapi.json
+ * serves the same document (both are app.swagger(), finished by openapi-document.ts).
  */
 export async function openApiDocument(): Promise<unknown> {
+  const app = await serverWithoutServices();
+  await app.ready();
+  const document = app.swagger();
+  await app.close();
+  return document;
+}
+
+/**
+ * The API server with dependencies that refuse to be used: building the routes needs no backing
+ * service, and neither does serving the document.
+ */
+export async function serverWithoutServices(): Promise<FastifyInstance> {
   const unavailable = new Proxy(
     {},
     {
@@ -19,39 +32,7 @@ export async function openApiDocument(): Promise<unknown> {
       },
     },
   ) as ApiDeps;
-  const app = await buildServer(unavailable, { queueBoard: false });
-  await app.ready();
-  const document = app.swagger() as OpenApiDocument;
-  await app.close();
-  markOptionalBodies(document);
-  return document;
-}
-
-interface OpenApiDocument {
-  paths?: Record<string, Record<string, { requestBody?: OpenApiBody }>>;
-}
-
-interface OpenApiBody {
-  required?: boolean;
-  content?: Record<string, { schema?: { type?: string | string[] } }>;
-}
-
-/**
- * @fastify/swagger marks every request body required. A route whose body schema admits null also
- * takes no body at all (POST /webhooks/{id}/replay: none means from the start): its body is
- * marked optional, so a generated client does not force its callers to send one.
- */
-function markOptionalBodies(document: OpenApiDocument): void {
-  for (const operations of Object.values(document.paths ?? {})) {
-    for (const operation of Object.values(operations)) {
-      const body = operation.requestBody;
-      if (!body?.content) continue;
-      const schemas = Object.values(body.content).map((media) => media.schema);
-      const admitsNull = (type: string | string[] | undefined) =>
-        Array.isArray(type) ? type.includes('null') : type === 'null';
-      if (schemas.every((schema) => admitsNull(schema?.type))) body.required = false;
-    }
-  }
+  return buildServer(unavailable, { queueBoard: false });
 }
 
 export async function printOpenApi(): Promise<string> {

@@ -25,6 +25,7 @@ import { registerRestRoutes } from './rest/routes.js';
 import { trustProxyHops } from './trust-proxy.js';
 import { BODY_LIMIT_BYTES, errorAnswer } from './error-response.js';
 import { recordRequest } from './request-record.js';
+import { finishOpenApiDocument } from './openapi-document.js';
 
 const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const GRAPHQL_PATH = '/graphql';
@@ -98,7 +99,10 @@ export async function buildServer(deps: ApiDeps, options: ServerOptions = {}): P
         },
       },
       security: [{ apiKey: [] }],
+      // Paths carry /api/v1: the server is the origin.
+      servers: [{ url: 'http://localhost:3000', description: 'the embedded defaults (npm start)' }],
     },
+    transformObject: finishOpenApiDocument,
     // Only the /api/v1 routes belong in the document.
     transform: ({ schema, url }) => ({
       schema: { ...schema, hide: !url.startsWith('/api/v1') || url.endsWith('/openapi.json') },

@@ -15,6 +15,7 @@ export function registerAccountRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { bucket: 'signup' },
       schema: {
+        operationId: 'createAccount',
         summary: 'Open an account (rate-limited per client IP)',
         security: [],
         tags: ['accounts'],

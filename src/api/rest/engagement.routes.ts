@@ -3,7 +3,14 @@ import { typedRoutes } from './typed-routes.js';
 import { likePost } from '../../app/write-path/like-post.js';
 import { repostPost } from '../../app/write-path/repost-post.js';
 import type { ApiDeps } from '../../app/api-deps.js';
-import { authErrors, errorBody, insufficientBalanceBody, postIdParams, pendingStatus } from './schemas.js';
+import {
+  authErrors,
+  errorBody,
+  idempotencyKeyHeaders,
+  insufficientBalanceBody,
+  postIdParams,
+  pendingStatus,
+} from './schemas.js';
 
 /** The spec's Repost object; `status` only on 202. */
 const createdRepost = {
@@ -43,8 +50,10 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
     {
       config: { scope: 'engage', bucket: 'repost', idempotent: true },
       schema: {
+        operationId: 'repost',
         summary: 'Repost a post ($1 USDC; 50% to its author); once per post',
         tags: ['posts'],
+        headers: idempotencyKeyHeaders,
         params: postIdParams,
         response: {
           201: createdRepost,
@@ -84,6 +93,7 @@ export function registerEngagementRoutes(api: FastifyInstance, deps: ApiDeps): v
       url: '/posts/:id/like',
       config: { scope: 'engage', bucket: 'like' },
       schema: {
+        operationId: liked ? 'likePost' : 'unlikePost',
         summary: liked ? 'Like a post (free, idempotent)' : 'Unlike a post (free, idempotent)',
         tags: ['posts'],
         params: postIdParams,

@@ -50,6 +50,25 @@ const eventPageSchema = {
   },
 } as const;
 
+/**
+ * The stream's 200, for the document only: the route hijacks the reply and writes the events
+ * itself, so no serializer ever sees it.
+ */
+const eventStream = {
+  description:
+    'Server-sent events: one per logged event, `id:` its sequence, `event:` its type, `data:` the event as GET /events lists it (JSON); comment lines keep the connection alive',
+  content: {
+    'text/event-stream': {
+      schema: {
+        type: 'string',
+        examples: [
+          'id: 7\nevent: post.liked\ndata: {"id":"evt_…","type":"post.liked","created_at":"2026-11-28T02:30:00.000Z","sequence":7,"data":{"post_id":"…","by":"bob"}}\n\n',
+        ],
+      },
+    },
+  },
+} as const;
+
 /** A comment line now and then keeps proxies from closing a quiet stream. */
 const HEARTBEAT_MS = 15_000;
 
@@ -67,6 +86,7 @@ export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps, streams
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'listEvents',
         summary: 'The caller’s event log (oldest first): payments, engagement, follows, sends received',
         tags: ['events'],
         querystring: eventQuery,
@@ -84,6 +104,7 @@ export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps, streams
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'streamEvents',
         summary:
           'The caller’s event log as server-sent events (id: the sequence), from `after` or Last-Event-ID, then live',
         tags: ['events'],
@@ -91,7 +112,7 @@ export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps, streams
           type: 'object',
           properties: { after: { type: 'string', description: cursorDescription } },
         },
-        response: { 400: errorBody, ...authErrors },
+        response: { 200: eventStream, 400: errorBody, ...authErrors },
       },
     },
     async (request, reply) => {

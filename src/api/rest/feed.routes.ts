@@ -22,6 +22,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPage
     {
       config: FEED_ADMISSION,
       schema: {
+        operationId: 'getFeed',
         summary: 'Global feed (trending or latest)',
         description:
           'latest: every post newest first, keyset-paged on (created_at, id). trending: the ranked snapshot; a cursor whose snapshot is gone answers 410 cursor_expired (start again without a cursor).',
@@ -48,6 +49,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPage
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'getPost',
         summary: 'One post with its thread context (parent, quoted_post)',
         tags: ['feed'],
         params: postIdParams,
@@ -62,6 +64,7 @@ export function registerFeedRoutes(api: FastifyInstance, deps: ApiDeps, feedPage
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'getUserPosts',
         summary: 'A profile’s timeline: its posts and reposts, newest first',
         description:
           'Posts, replies and quotes by the user, and the posts they reposted, merged newest first (a repost at the time it was reposted); keyset-paged on (time, id). A post is a feed item; a repost is the reposted post’s feed item plus reposted_by (the reposter’s handle) and reposted_at.',

@@ -11,6 +11,7 @@ import { RECONCILIATION_STATUSES } from '../../domain/reconciliation/reconciliat
 import { usdNumber } from '../http-views.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { requireFinance } from '../../domain/auth/access-rules.js';
+import { reconciliationAnswer } from './finance-schemas.js';
 import { authErrors, errorBody } from './schemas.js';
 
 /** A day's report lists at most this many verdicts (CSV) or exceptions (JSON). */
@@ -41,6 +42,7 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'getReconciliation',
         summary: "A day's reconciliation report (finance role); CSV with Accept: text/csv",
         tags: ['finance'],
         querystring: {
@@ -48,7 +50,7 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
           required: ['date'],
           properties: { date: { type: 'string', description: 'The ledger day, YYYY-MM-DD (UTC)' } },
         },
-        response: { 400: errorBody, ...authErrors },
+        response: { 200: reconciliationAnswer, 400: errorBody, ...authErrors },
       },
     },
     async (request, reply) => {

@@ -2,7 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import { typedRoutes } from './typed-routes.js';
 import { createPost } from '../../app/write-path/create-post.js';
 import type { ApiDeps } from '../../app/api-deps.js';
-import { authErrors, errorBody, insufficientBalanceBody, pendingStatus } from './schemas.js';
+import {
+  authErrors,
+  errorBody,
+  idempotencyKeyHeaders,
+  insufficientBalanceBody,
+  pendingStatus,
+} from './schemas.js';
 
 const postBody = {
   type: 'object',
@@ -18,6 +24,15 @@ const postBody = {
     parent_id: { type: 'string', format: 'uuid', description: 'The post replied to (reply only)' },
     quoted_post_id: { type: 'string', format: 'uuid', description: 'The post quoted (quote only)' },
   },
+  examples: [
+    { content: 'First post: every line here cost a dollar.', type: 'post' },
+    {
+      content: 'Agreed, worth the dollar.',
+      type: 'reply',
+      parent_id: '0f8c2a4e-6b1d-4c3a-9e57-2d8b1f6a7c90',
+    },
+    { content: 'Read this one.', type: 'quote', quoted_post_id: '0f8c2a4e-6b1d-4c3a-9e57-2d8b1f6a7c90' },
+  ],
 } as const;
 
 const createdPost = {
@@ -52,8 +67,10 @@ export function registerPostRoutes(api: FastifyInstance, deps: ApiDeps): void {
     {
       config: { scope: 'post', bucket: 'post', idempotent: true },
       schema: {
+        operationId: 'createPost',
         summary: 'Create a post, reply or quote ($1 USDC)',
         tags: ['posts'],
+        headers: idempotencyKeyHeaders,
         body: postBody,
         response: {
           201: createdPost,

@@ -25,7 +25,12 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     '/me',
     {
       config: { scope: 'read', bucket: 'read' },
-      schema: { summary: 'Own profile', tags: ['profiles'], response: { 200: ownProfile, ...authErrors } },
+      schema: {
+        operationId: 'getMe',
+        summary: 'Own profile',
+        tags: ['profiles'],
+        response: { 200: ownProfile, ...authErrors },
+      },
     },
     async (request) => {
       const account = await requireAccount(deps.accounts, request.viewer!.accountId);
@@ -42,6 +47,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'updateProfile',
         summary:
           'Update own profile (only supplied fields change; handle once per 7 days, with a key holding every scope)',
         tags: ['profiles'],
@@ -79,6 +85,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'getUser',
         summary: 'Public profile',
         tags: ['profiles'],
         params: handleParams,
@@ -103,6 +110,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'engage', bucket: 'like' },
       schema: {
+        operationId: 'followUser',
         summary: 'Follow a user (idempotent)',
         tags: ['profiles'],
         params: handleParams,
@@ -120,6 +128,7 @@ export function registerProfileRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'engage', bucket: 'like' },
       schema: {
+        operationId: 'unfollowUser',
         summary: 'Unfollow a user (idempotent)',
         tags: ['profiles'],
         params: handleParams,

@@ -21,6 +21,34 @@ export const insufficientBalanceBody = {
   },
 } as const;
 
+/** 402 of a swap: the native variant (token base units as strings of digits). */
+export const insufficientNativeBody = {
+  type: 'object',
+  required: ['error', 'message', 'balance_tokens', 'required_tokens'],
+  properties: {
+    error: { type: 'string', enum: ['insufficient_balance'] },
+    message: { type: 'string' },
+    balance_tokens: { type: 'string', description: 'Native base units available' },
+    required_tokens: { type: 'string', description: 'Native base units the swap needed' },
+  },
+} as const;
+
+/**
+ * `Idempotency-Key` of the paid writes (idempotency.hook.ts). Documentation only: the rule is in
+ * the description, not in the schema, so a bad key keeps the answer of checkIdempotencyKey rather
+ * than Fastify's validation error.
+ */
+export const idempotencyKeyHeaders = {
+  type: 'object',
+  properties: {
+    'Idempotency-Key': {
+      type: 'string',
+      description:
+        'Optional: 1-255 visible ASCII characters (U+0021-U+007E), unique per request you mean (a malformed key is 400 invalid_request). A retry with the same key, method, path and body gets the first answer again (header Idempotent-Replayed: true) and pays once; the same key with another body is 422',
+    },
+  },
+} as const;
+
 const handle = { type: 'string', pattern: '^[a-z0-9_]{3,20}$', description: '3-20 of a-z, 0-9, _' } as const;
 
 /** The text rule of one-line fields (src/domain/text/storable-text.ts), as descriptions state it. */
@@ -75,6 +103,7 @@ export const signUpBody = {
   required: ['handle'],
   additionalProperties: false,
   properties: { handle, display_name: displayName },
+  examples: [{ handle: 'alice', display_name: 'Alice Liddell' }],
 } as const;
 
 export const profilePatchBody = {
@@ -85,6 +114,7 @@ export const profilePatchBody = {
     display_name: displayName,
     bio: { type: 'string', maxLength: 160, description: `At most 160 characters, ${ONE_LINE}` },
   },
+  examples: [{ display_name: 'Alice L.', bio: 'Posting from the ledger.' }],
 } as const;
 
 export const handleParams = {

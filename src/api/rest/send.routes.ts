@@ -4,7 +4,14 @@ import { sendUsdc } from '../../app/write-path/send-usdc.js';
 import { usdNumber } from '../http-views.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { parseSendAmount } from '../../domain/sends/send-rules.js';
-import { authErrors, errorBody, insufficientBalanceBody, ONE_LINE, pendingStatus } from './schemas.js';
+import {
+  authErrors,
+  errorBody,
+  idempotencyKeyHeaders,
+  insufficientBalanceBody,
+  ONE_LINE,
+  pendingStatus,
+} from './schemas.js';
 
 /** Types only: the rules (minimum, decimals, memo length) are the domain's, with messages naming them. */
 const sendBody = {
@@ -23,6 +30,7 @@ const sendBody = {
       description: `At most 200 characters, ${ONE_LINE}; on chain in the Memo and in both histories`,
     },
   },
+  examples: [{ to_handle: 'bob', amount_usd: 2.5, memo: 'For the thread on fees' }],
 } as const;
 
 /** The spec's send answer; `status` only on 202. */
@@ -52,8 +60,10 @@ export function registerSendRoutes(api: FastifyInstance, deps: ApiDeps): void {
     {
       config: { scope: 'send', bucket: 'send', idempotent: true },
       schema: {
+        operationId: 'send',
         summary: 'Send USDC to another account',
         tags: ['money'],
+        headers: idempotencyKeyHeaders,
         body: sendBody,
         response: {
           201: createdSend,

@@ -5,7 +5,13 @@ import { MAX_SWAP_TOKENS } from '../../domain/swap/swap-rules.js';
 import { SWAP_FEE_BPS, type SwapQuote } from '../../domain/swap/constant-product.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { usdNumber } from '../http-views.js';
-import { authErrors, errorBody, pendingStatus } from './schemas.js';
+import {
+  authErrors,
+  errorBody,
+  idempotencyKeyHeaders,
+  insufficientNativeBody,
+  pendingStatus,
+} from './schemas.js';
 
 const amountTokens = {
   anyOf: [{ type: 'integer' }, { type: 'string' }],
@@ -25,6 +31,7 @@ const swapBody = {
         'The least USDC (dollars, at most 6 decimals) to accept: a quote below it is 409 slippage_exceeded and nothing moves',
     },
   },
+  examples: [{ amount_tokens: '5000000000', min_amount_usdc: 0.45 }],
 } as const;
 
 /** The spec's answer; `status` only on 202. */
@@ -35,18 +42,6 @@ const swapped = {
     amount_usdc: { type: 'number', description: 'USDC received, in dollars' },
     swap_tx: { type: 'string', description: 'Signature of the swap transaction' },
     status: pendingStatus,
-  },
-} as const;
-
-/** 402 of a swap: the native variant (token base units as strings of digits). */
-const insufficientNativeBody = {
-  type: 'object',
-  required: ['error', 'message', 'balance_tokens', 'required_tokens'],
-  properties: {
-    error: { type: 'string', enum: ['insufficient_balance'] },
-    message: { type: 'string' },
-    balance_tokens: { type: 'string', description: 'Native base units available' },
-    required_tokens: { type: 'string', description: 'Native base units the swap needed' },
   },
 } as const;
 
@@ -104,8 +99,10 @@ export function registerSwapRoutes(api: FastifyInstance, deps: ApiDeps): void {
     {
       config: { scope: 'send', bucket: 'send', idempotent: true },
       schema: {
+        operationId: 'swapToUsdc',
         summary: 'Sell native tokens for USDC (the platform pool)',
         tags: ['money'],
+        headers: idempotencyKeyHeaders,
         body: swapBody,
         response: {
           201: swapped,
@@ -134,6 +131,7 @@ export function registerSwapRoutes(api: FastifyInstance, deps: ApiDeps): void {
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'getSwapQuote',
         summary: 'Quote a swap to USDC without making it',
         tags: ['money'],
         querystring: quoteQuery,

@@ -133,6 +133,7 @@ export function registerTransactionRoutes(
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'listTransactions',
         summary: 'Transaction history (newest first)',
         tags: ['money'],
         querystring: historyQuery,
@@ -155,6 +156,7 @@ export function registerTransactionRoutes(
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'getPayment',
         summary:
           'One payment of the caller’s by swap_tx, with its state (pending, confirmed, finalized, failed)',
         tags: ['money'],

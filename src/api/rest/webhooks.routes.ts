@@ -46,6 +46,7 @@ const createBody = {
       description: 'The event types to receive; default every type',
     },
   },
+  examples: [{ url: 'https://hooks.example.com/ledgerfeed', events: ['payment.finalized', 'send.received'] }],
 } as const;
 
 const endpointProperties = {
@@ -156,6 +157,7 @@ const replayBody = {
         'Event-log cursor (an event’s sequence): every event after it is delivered again, in order. Omitted: from the start of the kept log',
     },
   },
+  examples: [{ after: '42' }],
 } as const;
 
 function endpointView(e: WebhookEndpoint) {
@@ -201,6 +203,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'webhooks' },
       schema: {
+        operationId: 'createWebhook',
         summary: `Add a webhook endpoint (at most ${MAX_WEBHOOK_ENDPOINTS}; a key holding every scope)`,
         tags,
         body: createBody,
@@ -219,6 +222,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'listWebhooks',
         summary: 'The account’s webhook endpoints, oldest first (never their secrets)',
         tags,
         response: {
@@ -239,6 +243,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'webhooks' },
       schema: {
+        operationId: 'deleteWebhook',
         summary: 'Delete a webhook endpoint and its delivery log',
         tags,
         params: idParams,
@@ -256,6 +261,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'webhooks' },
       schema: {
+        operationId: 'rotateWebhookSecret',
         summary: 'A new signing secret; the old one keeps signing beside it for 24 h',
         tags,
         params: idParams,
@@ -293,6 +299,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'webhooks' },
       schema: {
+        operationId: 'enableWebhook',
         summary: 'Enable a disabled endpoint: its backlog follows, in order',
         tags,
         params: idParams,
@@ -307,6 +314,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
+        operationId: 'listWebhookDeliveries',
         summary: 'The endpoint’s delivery log: every attempt, newest first',
         tags,
         params: idParams,
@@ -345,6 +353,7 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
     {
       config: { scope: 'read', bucket: 'webhooks' },
       schema: {
+        operationId: 'replayWebhook',
         summary: 'Deliver again, in order, every event after a cursor (none: from the start of the log)',
         tags,
         params: idParams,

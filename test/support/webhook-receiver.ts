@@ -75,7 +75,11 @@ export async function startWebhookReceiver(
  * The receiver's side of the signature, as the typed client checks it (verifyWebhook): one `v1`
  * equals HMAC-SHA256(secret, "<t>.<raw body>") and `t` is within 300 s of now.
  */
-export function verifiedWith(secret: string, header: string | string[] | undefined, rawBody: string): boolean {
+export function verifiedWith(
+  secret: string,
+  header: string | string[] | undefined,
+  rawBody: string,
+): boolean {
   try {
     verifyWebhook(secret, { 'ledgerfeed-signature': header }, rawBody);
     return true;

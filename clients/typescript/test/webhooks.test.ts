@@ -37,9 +37,12 @@ describe('verifyWebhook', () => {
     const { data: hook } = await client.rest.POST('/api/v1/webhooks', {
       body: { url: `${receiver.url}/hook`, events: ['follow.created'] },
     });
-    await createLedgerfeedClient({ baseUrl: h.base, apiKey: fan.key }).rest.POST('/api/v1/users/{handle}/follow', {
-      params: { path: { handle: 'hook_star' } },
-    });
+    await createLedgerfeedClient({ baseUrl: h.base, apiKey: fan.key }).rest.POST(
+      '/api/v1/users/{handle}/follow',
+      {
+        params: { path: { handle: 'hook_star' } },
+      },
+    );
     const delivery = await until(
       'the follow delivered',
       async () => receiver.requests[0],
@@ -47,9 +50,15 @@ describe('verifyWebhook', () => {
     );
 
     const event = verifyWebhook(hook!.secret, delivery!.headers, delivery!.rawBody);
-    expect(event).toMatchObject({ type: 'follow.created', id: delivery!.event.id, sequence: expect.any(Number) });
+    expect(event).toMatchObject({
+      type: 'follow.created',
+      id: delivery!.event.id,
+      sequence: expect.any(Number),
+    });
     // A fetch-style Headers and a Buffer body are read the same.
-    const headers = new Headers({ 'Ledgerfeed-Signature': String(delivery!.headers['ledgerfeed-signature']) });
+    const headers = new Headers({
+      'Ledgerfeed-Signature': String(delivery!.headers['ledgerfeed-signature']),
+    });
     expect(verifyWebhook(hook!.secret, headers, Buffer.from(delivery!.rawBody)).id).toBe(event.id);
 
     const changed = delivery!.rawBody.replace('follow.created', 'follow.created ');
@@ -60,17 +69,20 @@ describe('verifyWebhook', () => {
     });
     const signedAt = Number(/t=(\d+)/.exec(String(delivery!.headers['ledgerfeed-signature']))![1]);
     expect(
-      refusal(() => verifyWebhook(hook!.secret, delivery!.headers, delivery!.rawBody, { nowSec: signedAt + 301 }))
-        .message,
+      refusal(() =>
+        verifyWebhook(hook!.secret, delivery!.headers, delivery!.rawBody, { nowSec: signedAt + 301 }),
+      ).message,
     ).toMatch(/outside the 300 s tolerance/);
     // A tolerance of the receiver's own choosing.
     expect(
-      verifyWebhook(hook!.secret, delivery!.headers, delivery!.rawBody, { nowSec: signedAt + 301, toleranceSec: 600 })
-        .id,
+      verifyWebhook(hook!.secret, delivery!.headers, delivery!.rawBody, {
+        nowSec: signedAt + 301,
+        toleranceSec: 600,
+      }).id,
     ).toBe(event.id);
-    expect(refusal(() => verifyWebhook('whsec_not_this_one', delivery!.headers, delivery!.rawBody)).message).toBe(
-      'no v1 signature matches this secret',
-    );
+    expect(
+      refusal(() => verifyWebhook('whsec_not_this_one', delivery!.headers, delivery!.rawBody)).message,
+    ).toBe('no v1 signature matches this secret');
     expect(refusal(() => verifyWebhook(hook!.secret, {}, delivery!.rawBody)).message).toBe(
       'no Ledgerfeed-Signature header',
     );
@@ -83,7 +95,10 @@ describe('verifyWebhook', () => {
     expect(verifyWebhook('whsec_new', { 'ledgerfeed-signature': header }, body, at).id).toBe('evt_1');
     expect(verifyWebhook('whsec_old', { 'ledgerfeed-signature': header }, body, at).id).toBe('evt_1');
     const moved = header.replace('t=1700000000', 't=1700000300');
-    expect(refusal(() => verifyWebhook('whsec_new', { 'ledgerfeed-signature': moved }, body, { nowSec: 1_700_000_300 })))
-      .toMatchObject({ error: 'invalid_signature' });
+    expect(
+      refusal(() =>
+        verifyWebhook('whsec_new', { 'ledgerfeed-signature': moved }, body, { nowSec: 1_700_000_300 }),
+      ),
+    ).toMatchObject({ error: 'invalid_signature' });
   });
 });

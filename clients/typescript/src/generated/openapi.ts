@@ -10,90 +10,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Open an account (rate-limited per client IP) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description 3-20 of a-z, 0-9, _ */
-                        handle: string;
-                        /** @description At most 50 characters, one line: no control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) */
-                        display_name?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            account: {
-                                handle: string;
-                                display_name: string;
-                                /** Format: uri */
-                                avatar_url: string;
-                                bio: string;
-                                wallet_address: string;
-                                /** @description Present only when linked */
-                                social_username?: string;
-                                /** @description Available USDC balance, in dollars */
-                                earned_usdc: number;
-                                total_earned: number;
-                                total_spent: number;
-                                /** @description Available native-token balance in base units (9 decimals), a string of digits (our addition to the spec: what swap-to-usdc can sell) */
-                                native_tokens: string;
-                            };
-                            /** @description The full key: shown once, store it now */
-                            api_key: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -108,68 +25,7 @@ export interface paths {
             cookie?: never;
         };
         /** A day's reconciliation report (finance role); CSV with Accept: text/csv */
-        get: {
-            parameters: {
-                query: {
-                    /** @description The ledger day, YYYY-MM-DD (UTC) */
-                    date: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getReconciliation"];
         put?: never;
         post?: never;
         delete?: never;
@@ -186,77 +42,7 @@ export interface paths {
             cookie?: never;
         };
         /** Own profile */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            handle: string;
-                            display_name: string;
-                            /** Format: uri */
-                            avatar_url: string;
-                            bio: string;
-                            wallet_address: string;
-                            /** @description Present only when linked */
-                            social_username?: string;
-                            /** @description Available USDC balance, in dollars */
-                            earned_usdc: number;
-                            total_earned: number;
-                            total_spent: number;
-                            /** @description Available native-token balance in base units (9 decimals), a string of digits (our addition to the spec: what swap-to-usdc can sell) */
-                            native_tokens: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getMe"];
         put?: never;
         post?: never;
         delete?: never;
@@ -279,103 +65,7 @@ export interface paths {
         options?: never;
         head?: never;
         /** Update own profile (only supplied fields change; handle once per 7 days, with a key holding every scope) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description 3-20 of a-z, 0-9, _ */
-                        handle?: string;
-                        /** @description At most 50 characters, one line: no control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) */
-                        display_name?: string;
-                        /** @description At most 160 characters, one line: no control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) */
-                        bio?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            handle: string;
-                            display_name: string;
-                            bio: string;
-                            /** Format: uri */
-                            avatar_url: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateProfile"];
         trace?: never;
     };
     "/api/v1/users/{handle}": {
@@ -386,89 +76,7 @@ export interface paths {
             cookie?: never;
         };
         /** Public profile */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description Without the @ (a leading @ is tolerated) */
-                    handle: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            handle: string;
-                            display_name: string;
-                            /** Format: uri */
-                            avatar_url: string;
-                            bio: string;
-                            wallet_address: string;
-                            /** @description Present only when linked */
-                            social_username?: string;
-                            follower_count: number;
-                            following_count: number;
-                            post_count: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getUser"];
         put?: never;
         post?: never;
         delete?: never;
@@ -487,177 +95,9 @@ export interface paths {
         get?: never;
         put?: never;
         /** Follow a user (idempotent) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description Without the @ (a leading @ is tolerated) */
-                    handle: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            followed: boolean;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["followUser"];
         /** Unfollow a user (idempotent) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description Without the @ (a leading @ is tolerated) */
-                    handle: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            followed: boolean;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["unfollowUser"];
         options?: never;
         head?: never;
         patch?: never;
@@ -673,189 +113,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Create a post, reply or quote ($1 USDC) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Non-empty after trimming; at most 1,000 characters. Tab, line feed and CRLF are allowed; no other control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) */
-                        content: string;
-                        /** @enum {string} */
-                        type: "post" | "reply" | "quote";
-                        /**
-                         * Format: uuid
-                         * @description The post replied to (reply only)
-                         */
-                        parent_id?: string;
-                        /**
-                         * Format: uuid
-                         * @description The post quoted (quote only)
-                         */
-                        quoted_post_id?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            content: string;
-                            type: string;
-                            author: {
-                                handle: string;
-                                wallet_address: string;
-                            };
-                            cost_usd_micro: number;
-                            /** @description Signature of the USDC payment */
-                            swap_tx: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            /**
-                             * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
-                             * @enum {string}
-                             */
-                            status?: "pending";
-                        };
-                    };
-                };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            content: string;
-                            type: string;
-                            author: {
-                                handle: string;
-                                wallet_address: string;
-                            };
-                            cost_usd_micro: number;
-                            /** @description Signature of the USDC payment */
-                            swap_tx: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            /**
-                             * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
-                             * @enum {string}
-                             */
-                            status?: "pending";
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                402: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            error: "insufficient_balance";
-                            message: string;
-                            balance_usd: number;
-                            required_usd: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createPost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -872,165 +130,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Repost a post ($1 USDC; 50% to its author); once per post */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The post (a UUID; anything else is 404) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description ID of the new repost */
-                            id: string;
-                            /** @description ID of the original post */
-                            repost_of: string;
-                            /** @description Micro-USD; 1000000 equals $1.00 */
-                            cost_usd_micro: number;
-                            /** @description Signature of the USDC payment */
-                            swap_tx: string;
-                            /**
-                             * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
-                             * @enum {string}
-                             */
-                            status?: "pending";
-                        };
-                    };
-                };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description ID of the new repost */
-                            id: string;
-                            /** @description ID of the original post */
-                            repost_of: string;
-                            /** @description Micro-USD; 1000000 equals $1.00 */
-                            cost_usd_micro: number;
-                            /** @description Signature of the USDC payment */
-                            swap_tx: string;
-                            /**
-                             * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
-                             * @enum {string}
-                             */
-                            status?: "pending";
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                402: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            error: "insufficient_balance";
-                            message: string;
-                            balance_usd: number;
-                            required_usd: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["repost"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1047,157 +147,9 @@ export interface paths {
         get?: never;
         put?: never;
         /** Like a post (free, idempotent) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The post (a UUID; anything else is 404) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            liked: boolean;
-                            /** @description Likes of the post after this request */
-                            like_count: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["likePost"];
         /** Unlike a post (free, idempotent) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The post (a UUID; anything else is 404) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            liked: boolean;
-                            /** @description Likes of the post after this request */
-                            like_count: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["unlikePost"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1214,128 +166,7 @@ export interface paths {
          * Global feed (trending or latest)
          * @description latest: every post newest first, keyset-paged on (created_at, id). trending: the ranked snapshot; a cursor whose snapshot is gone answers 410 cursor_expired (start again without a cursor).
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Default trending */
-                    sort?: "trending" | "latest";
-                    /** @description Integer from 1 to 50; default 20 */
-                    limit?: string;
-                    /** @description next_cursor of the previous page; omit for the first page */
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            posts: {
-                                id: string;
-                                content: string;
-                                /** @enum {string} */
-                                type: "post" | "reply" | "quote";
-                                like_count: number;
-                                /** @description Replies whose payment did not fail on chain */
-                                reply_count: number;
-                                /** @description Reposts whose payment did not fail on chain */
-                                repost_count: number;
-                                /** Format: date-time */
-                                created_at: string;
-                                author: {
-                                    handle: string;
-                                    display_name: string;
-                                    /** Format: uri */
-                                    avatar_url: string;
-                                };
-                            }[];
-                            has_more: boolean;
-                            /** @description Present only when has_more */
-                            next_cursor?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getFeed"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1352,138 +183,7 @@ export interface paths {
             cookie?: never;
         };
         /** One post with its thread context (parent, quoted_post) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The post (a UUID; anything else is 404) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            content: string;
-                            /** @enum {string} */
-                            type: "post" | "reply" | "quote";
-                            like_count: number;
-                            /** @description Replies whose payment did not fail on chain */
-                            reply_count: number;
-                            /** @description Reposts whose payment did not fail on chain */
-                            repost_count: number;
-                            /** Format: date-time */
-                            created_at: string;
-                            author: {
-                                handle: string;
-                                wallet_address: string;
-                                display_name: string;
-                                /** Format: uri */
-                                avatar_url: string;
-                            };
-                            /** @description For a reply, the post replied to (its own parent and quoted_post are omitted: fetch it by id); null otherwise, or when that post’s payment failed on chain */
-                            parent: {
-                                id: string;
-                                content: string;
-                                /** @enum {string} */
-                                type: "post" | "reply" | "quote";
-                                like_count: number;
-                                /** @description Replies whose payment did not fail on chain */
-                                reply_count: number;
-                                /** @description Reposts whose payment did not fail on chain */
-                                repost_count: number;
-                                /** Format: date-time */
-                                created_at: string;
-                                author: {
-                                    handle: string;
-                                    wallet_address: string;
-                                    display_name: string;
-                                    /** Format: uri */
-                                    avatar_url: string;
-                                };
-                            } | null;
-                            /** @description For a quote, the post quoted (its own parent and quoted_post are omitted); null otherwise, or when that post’s payment failed on chain */
-                            quoted_post: {
-                                id: string;
-                                content: string;
-                                /** @enum {string} */
-                                type: "post" | "reply" | "quote";
-                                like_count: number;
-                                /** @description Replies whose payment did not fail on chain */
-                                reply_count: number;
-                                /** @description Reposts whose payment did not fail on chain */
-                                repost_count: number;
-                                /** Format: date-time */
-                                created_at: string;
-                                author: {
-                                    handle: string;
-                                    wallet_address: string;
-                                    display_name: string;
-                                    /** Format: uri */
-                                    avatar_url: string;
-                                };
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPost"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1503,124 +203,7 @@ export interface paths {
          * A profile’s timeline: its posts and reposts, newest first
          * @description Posts, replies and quotes by the user, and the posts they reposted, merged newest first (a repost at the time it was reposted); keyset-paged on (time, id). A post is a feed item; a repost is the reposted post’s feed item plus reposted_by (the reposter’s handle) and reposted_at.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Integer from 1 to 50; default 20 */
-                    limit?: string;
-                    /** @description next_cursor of the previous page; omit for the first page */
-                    cursor?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description Without the @ (a leading @ is tolerated) */
-                    handle: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            posts: {
-                                id: string;
-                                content: string;
-                                /** @enum {string} */
-                                type: "post" | "reply" | "quote";
-                                like_count: number;
-                                /** @description Replies whose payment did not fail on chain */
-                                reply_count: number;
-                                /** @description Reposts whose payment did not fail on chain */
-                                repost_count: number;
-                                /** Format: date-time */
-                                created_at: string;
-                                author: {
-                                    handle: string;
-                                    display_name: string;
-                                    /** Format: uri */
-                                    avatar_url: string;
-                                };
-                                /** @description Only on a repost: the handle of the reposter */
-                                reposted_by?: string;
-                                /**
-                                 * Format: date-time
-                                 * @description Only on a repost: when it was reposted (its place in the timeline)
-                                 */
-                                reposted_at?: string;
-                            }[];
-                            has_more: boolean;
-                            /** @description Present only when has_more */
-                            next_cursor?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getUserPosts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1637,119 +220,7 @@ export interface paths {
             cookie?: never;
         };
         /** Transaction history (newest first) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Integer from 1 to 50; default 20 */
-                    limit?: string;
-                    /** @description next_cursor of the previous page; omit for the first page */
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            transactions: {
-                                /** @description The ledger movement */
-                                id: string;
-                                /**
-                                 * @description The spec’s values, plus deposit (USDC in), refund (a payment that failed on chain) and swap (native tokens sold for USDC: amount_usd is the USDC received)
-                                 * @enum {string}
-                                 */
-                                type: "post" | "repost" | "earn" | "send" | "receive" | "deposit" | "refund" | "swap";
-                                /** @description Dollars; negative when the account spent */
-                                amount_usd: number;
-                                description: string;
-                                /** @description Solana signature; for a refund, the failed payment’s; null only for a movement without one */
-                                swap_tx: string | null;
-                                related_post_id: string | null;
-                                /** @description Handle of the other party of a send */
-                                counterparty: string | null;
-                                /** Format: date-time */
-                                created_at: string;
-                                /**
-                                 * @description Our addition: the state of the swap_tx transaction (an earning: of the payment that paid it; a refund: failed). pending: signed or sent, not confirmed yet; confirmed; finalized; failed: failed on chain, its legs reversed (see the refund). A deposit is credited once seen confirmed and not followed further: confirmed. Null only without a swap_tx
-                                 * @enum {string|null}
-                                 */
-                                status: "pending" | "confirmed" | "finalized" | "failed" | null;
-                                /** @description Our addition: the slot the chain last reported the transaction in; null before it ran */
-                                slot: number | null;
-                                /**
-                                 * Format: date-time
-                                 * @description Our addition: when the transaction was seen confirmed (a deposit: credited); null until then, and again while a payment the chain lost is sent again
-                                 */
-                                confirmed_at: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @description Our addition: when the transaction was seen finalized
-                                 */
-                                finalized_at: string | null;
-                            }[];
-                            has_more: boolean;
-                            /** @description Present only when has_more */
-                            next_cursor?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listTransactions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1766,25 +237,1541 @@ export interface paths {
             cookie?: never;
         };
         /** One payment of the caller’s by swap_tx, with its state (pending, confirmed, finalized, failed) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A signature of the payment: its swap_tx, or one it had before a re-sign. Anything else (not a signature, not one of the caller’s payments) is 404 */
-                    swap_tx: string;
+        get: operations["getPayment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send USDC to another account */
+        post: operations["send"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/swap-to-usdc": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sell native tokens for USDC (the platform pool) */
+        post: operations["swapToUsdc"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/swap-quote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Quote a swap to USDC without making it */
+        get: operations["getSwapQuote"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account’s webhook endpoints, oldest first (never their secrets) */
+        get: operations["listWebhooks"];
+        put?: never;
+        /** Add a webhook endpoint (at most 5; a key holding every scope) */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a webhook endpoint and its delivery log */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret; the old one keeps signing beside it for 24 h */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Enable a disabled endpoint: its backlog follows, in order */
+        post: operations["enableWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The endpoint’s delivery log: every attempt, newest first */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver again, in order, every event after a cursor (none: from the start of the log) */
+        post: operations["replayWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller’s event log (oldest first): payments, engagement, follows, sends received */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller’s event log as server-sent events (id: the sequence), from `after` or Last-Event-ID, then live */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        /** @description Every 4xx and 5xx answer. A 402 insufficient_balance adds balance_usd and required_usd (a USDC payment) or balance_tokens and required_tokens (a swap) */
+        Error: {
+            /** @description A stable code, e.g. invalid_request, not_found, rate_limited */
+            error: string;
+            /** @description What went wrong, for people */
+            message: string;
+            /** @description USDC available, in dollars */
+            balance_usd?: number;
+            /** @description USDC the request needed, in dollars */
+            required_usd?: number;
+            /** @description Native base units available */
+            balance_tokens?: string;
+            /** @description Native base units the swap needed */
+            required_tokens?: string;
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    createAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "handle": "alice",
+                 *       "display_name": "Alice Liddell"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description 3-20 of a-z, 0-9, _ */
+                    handle: string;
+                    /** @description At most 50 characters, one line: no control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) */
+                    display_name?: string;
                 };
-                cookie?: never;
             };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        account: {
+                            handle: string;
+                            display_name: string;
+                            /** Format: uri */
+                            avatar_url: string;
+                            bio: string;
+                            wallet_address: string;
+                            /** @description Present only when linked */
+                            social_username?: string;
+                            /** @description Available USDC balance, in dollars */
+                            earned_usdc: number;
+                            total_earned: number;
+                            total_spent: number;
+                            /** @description Available native-token balance in base units (9 decimals), a string of digits (our addition to the spec: what swap-to-usdc can sell) */
+                            native_tokens: string;
+                        };
+                        /** @description The full key: shown once, store it now */
+                        api_key: string;
                     };
-                    content: {
-                        "application/json": {
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getReconciliation: {
+        parameters: {
+            query: {
+                /** @description The ledger day, YYYY-MM-DD (UTC) */
+                date: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The day’s report (JSON), or with Accept: text/csv every verdict of the day as CSV */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The ledger day, YYYY-MM-DD (UTC) */
+                        date: string;
+                        /** @description What the ledger moved that day, in dollars */
+                        ledger_total_usd: number;
+                        /** @description What the chain shows for those movements, in dollars */
+                        chain_total_usd: number;
+                        /** @description Movements whose verdict is matched */
+                        matched: number;
+                        /** @description Movements per exception verdict */
+                        exception_counts: {
+                            amount_mismatch: number;
+                            wrong_party: number;
+                            failed_on_chain: number;
+                            missing: number;
+                            pending: number;
+                            unexplained: number;
+                            not_finalized: number;
+                        };
+                        /** @description The day’s payments by outbox state now; pending is signed or sent */
+                        payment_counts: {
+                            pending: number;
+                            confirmed: number;
+                            finalized: number;
+                            failed: number;
+                        };
+                        /** @description Every exception of the day (at most 100,000), not_finalized included */
+                        exceptions: {
+                            movement_id: string;
+                            signature: string;
+                            /** @enum {string} */
+                            status: "amount_mismatch" | "wrong_party" | "failed_on_chain" | "missing" | "pending" | "unexplained" | "not_finalized";
+                            ledger_amount_usd: number;
+                            chain_amount_usd: number;
+                            commitment: string;
+                            detail: string;
+                            /** @description When the reconciler recorded the verdict (UTC, YYYY-MM-DD hh:mm:ss[.fff]) */
+                            checked_at: string;
+                        }[];
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        handle: string;
+                        display_name: string;
+                        /** Format: uri */
+                        avatar_url: string;
+                        bio: string;
+                        wallet_address: string;
+                        /** @description Present only when linked */
+                        social_username?: string;
+                        /** @description Available USDC balance, in dollars */
+                        earned_usdc: number;
+                        total_earned: number;
+                        total_spent: number;
+                        /** @description Available native-token balance in base units (9 decimals), a string of digits (our addition to the spec: what swap-to-usdc can sell) */
+                        native_tokens: string;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "display_name": "Alice L.",
+                 *       "bio": "Posting from the ledger."
+                 *     }
+                 */
+                "application/json": {
+                    /** @description 3-20 of a-z, 0-9, _ */
+                    handle?: string;
+                    /** @description At most 50 characters, one line: no control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) */
+                    display_name?: string;
+                    /** @description At most 160 characters, one line: no control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) */
+                    bio?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        handle: string;
+                        display_name: string;
+                        bio: string;
+                        /** Format: uri */
+                        avatar_url: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Without the @ (a leading @ is tolerated) */
+                handle: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        handle: string;
+                        display_name: string;
+                        /** Format: uri */
+                        avatar_url: string;
+                        bio: string;
+                        wallet_address: string;
+                        /** @description Present only when linked */
+                        social_username?: string;
+                        follower_count: number;
+                        following_count: number;
+                        post_count: number;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    followUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Without the @ (a leading @ is tolerated) */
+                handle: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        followed: boolean;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    unfollowUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Without the @ (a leading @ is tolerated) */
+                handle: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        followed: boolean;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: 1-255 visible ASCII characters (U+0021-U+007E), unique per request you mean (a malformed key is 400 invalid_request). A retry with the same key, method, path and body gets the first answer again (header Idempotent-Replayed: true) and pays once; the same key with another body is 422 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Non-empty after trimming; at most 1,000 characters. Tab, line feed and CRLF are allowed; no other control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) */
+                    content: string;
+                    /** @enum {string} */
+                    type: "post" | "reply" | "quote";
+                    /**
+                     * Format: uuid
+                     * @description The post replied to (reply only)
+                     */
+                    parent_id?: string;
+                    /**
+                     * Format: uuid
+                     * @description The post quoted (quote only)
+                     */
+                    quoted_post_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        content: string;
+                        type: string;
+                        author: {
+                            handle: string;
+                            wallet_address: string;
+                        };
+                        cost_usd_micro: number;
+                        /** @description Signature of the USDC payment */
+                        swap_tx: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /**
+                         * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
+                         * @enum {string}
+                         */
+                        status?: "pending";
+                    };
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        content: string;
+                        type: string;
+                        author: {
+                            handle: string;
+                            wallet_address: string;
+                        };
+                        cost_usd_micro: number;
+                        /** @description Signature of the USDC payment */
+                        swap_tx: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /**
+                         * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
+                         * @enum {string}
+                         */
+                        status?: "pending";
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payment Required */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    repost: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: 1-255 visible ASCII characters (U+0021-U+007E), unique per request you mean (a malformed key is 400 invalid_request). A retry with the same key, method, path and body gets the first answer again (header Idempotent-Replayed: true) and pays once; the same key with another body is 422 */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The post (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description ID of the new repost */
+                        id: string;
+                        /** @description ID of the original post */
+                        repost_of: string;
+                        /** @description Micro-USD; 1000000 equals $1.00 */
+                        cost_usd_micro: number;
+                        /** @description Signature of the USDC payment */
+                        swap_tx: string;
+                        /**
+                         * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
+                         * @enum {string}
+                         */
+                        status?: "pending";
+                    };
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description ID of the new repost */
+                        id: string;
+                        /** @description ID of the original post */
+                        repost_of: string;
+                        /** @description Micro-USD; 1000000 equals $1.00 */
+                        cost_usd_micro: number;
+                        /** @description Signature of the USDC payment */
+                        swap_tx: string;
+                        /**
+                         * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
+                         * @enum {string}
+                         */
+                        status?: "pending";
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Payment Required */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    likePost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The post (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        liked: boolean;
+                        /** @description Likes of the post after this request */
+                        like_count: number;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    unlikePost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The post (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        liked: boolean;
+                        /** @description Likes of the post after this request */
+                        like_count: number;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getFeed: {
+        parameters: {
+            query?: {
+                /** @description Default trending */
+                sort?: "trending" | "latest";
+                /** @description Integer from 1 to 50; default 20 */
+                limit?: string;
+                /** @description next_cursor of the previous page; omit for the first page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        posts: {
+                            id: string;
+                            content: string;
+                            /** @enum {string} */
+                            type: "post" | "reply" | "quote";
+                            like_count: number;
+                            /** @description Replies whose payment did not fail on chain */
+                            reply_count: number;
+                            /** @description Reposts whose payment did not fail on chain */
+                            repost_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            author: {
+                                handle: string;
+                                display_name: string;
+                                /** Format: uri */
+                                avatar_url: string;
+                            };
+                        }[];
+                        has_more: boolean;
+                        /** @description Present only when has_more */
+                        next_cursor?: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The post (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        content: string;
+                        /** @enum {string} */
+                        type: "post" | "reply" | "quote";
+                        like_count: number;
+                        /** @description Replies whose payment did not fail on chain */
+                        reply_count: number;
+                        /** @description Reposts whose payment did not fail on chain */
+                        repost_count: number;
+                        /** Format: date-time */
+                        created_at: string;
+                        author: {
+                            handle: string;
+                            wallet_address: string;
+                            display_name: string;
+                            /** Format: uri */
+                            avatar_url: string;
+                        };
+                        /** @description For a reply, the post replied to (its own parent and quoted_post are omitted: fetch it by id); null otherwise, or when that post’s payment failed on chain */
+                        parent: {
+                            id: string;
+                            content: string;
+                            /** @enum {string} */
+                            type: "post" | "reply" | "quote";
+                            like_count: number;
+                            /** @description Replies whose payment did not fail on chain */
+                            reply_count: number;
+                            /** @description Reposts whose payment did not fail on chain */
+                            repost_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            author: {
+                                handle: string;
+                                wallet_address: string;
+                                display_name: string;
+                                /** Format: uri */
+                                avatar_url: string;
+                            };
+                        } | null;
+                        /** @description For a quote, the post quoted (its own parent and quoted_post are omitted); null otherwise, or when that post’s payment failed on chain */
+                        quoted_post: {
+                            id: string;
+                            content: string;
+                            /** @enum {string} */
+                            type: "post" | "reply" | "quote";
+                            like_count: number;
+                            /** @description Replies whose payment did not fail on chain */
+                            reply_count: number;
+                            /** @description Reposts whose payment did not fail on chain */
+                            repost_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            author: {
+                                handle: string;
+                                wallet_address: string;
+                                display_name: string;
+                                /** Format: uri */
+                                avatar_url: string;
+                            };
+                        } | null;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUserPosts: {
+        parameters: {
+            query?: {
+                /** @description Integer from 1 to 50; default 20 */
+                limit?: string;
+                /** @description next_cursor of the previous page; omit for the first page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Without the @ (a leading @ is tolerated) */
+                handle: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        posts: {
+                            id: string;
+                            content: string;
+                            /** @enum {string} */
+                            type: "post" | "reply" | "quote";
+                            like_count: number;
+                            /** @description Replies whose payment did not fail on chain */
+                            reply_count: number;
+                            /** @description Reposts whose payment did not fail on chain */
+                            repost_count: number;
+                            /** Format: date-time */
+                            created_at: string;
+                            author: {
+                                handle: string;
+                                display_name: string;
+                                /** Format: uri */
+                                avatar_url: string;
+                            };
+                            /** @description Only on a repost: the handle of the reposter */
+                            reposted_by?: string;
+                            /**
+                             * Format: date-time
+                             * @description Only on a repost: when it was reposted (its place in the timeline)
+                             */
+                            reposted_at?: string;
+                        }[];
+                        has_more: boolean;
+                        /** @description Present only when has_more */
+                        next_cursor?: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listTransactions: {
+        parameters: {
+            query?: {
+                /** @description Integer from 1 to 50; default 20 */
+                limit?: string;
+                /** @description next_cursor of the previous page; omit for the first page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        transactions: {
                             /** @description The ledger movement */
                             id: string;
                             /**
@@ -1819,949 +1806,539 @@ export interface paths {
                              * @description Our addition: when the transaction was seen finalized
                              */
                             finalized_at: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
+                        }[];
+                        has_more: boolean;
+                        /** @description Present only when has_more */
+                        next_cursor?: string;
                     };
                 };
             };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
     };
-    "/api/v1/send": {
+    getPayment: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description A signature of the payment: its swap_tx, or one it had before a re-sign. Anything else (not a signature, not one of the caller’s payments) is 404 */
+                swap_tx: string;
+            };
             cookie?: never;
         };
-        get?: never;
-        put?: never;
-        /** Send USDC to another account */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
                 content: {
                     "application/json": {
-                        /** @description Recipient handle, without the @ (a leading @ is tolerated) */
-                        to_handle: string;
-                        /** @description Dollars: at least 0.01, at most 6 decimals; a JSON number (no exponent notation) or a string of digits */
-                        amount_usd: number | string;
-                        /** @description At most 200 characters, one line: no control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069); on chain in the Memo and in both histories */
-                        memo?: string;
+                        /** @description The ledger movement */
+                        id: string;
+                        /**
+                         * @description The spec’s values, plus deposit (USDC in), refund (a payment that failed on chain) and swap (native tokens sold for USDC: amount_usd is the USDC received)
+                         * @enum {string}
+                         */
+                        type: "post" | "repost" | "earn" | "send" | "receive" | "deposit" | "refund" | "swap";
+                        /** @description Dollars; negative when the account spent */
+                        amount_usd: number;
+                        description: string;
+                        /** @description Solana signature; for a refund, the failed payment’s; null only for a movement without one */
+                        swap_tx: string | null;
+                        related_post_id: string | null;
+                        /** @description Handle of the other party of a send */
+                        counterparty: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /**
+                         * @description Our addition: the state of the swap_tx transaction (an earning: of the payment that paid it; a refund: failed). pending: signed or sent, not confirmed yet; confirmed; finalized; failed: failed on chain, its legs reversed (see the refund). A deposit is credited once seen confirmed and not followed further: confirmed. Null only without a swap_tx
+                         * @enum {string|null}
+                         */
+                        status: "pending" | "confirmed" | "finalized" | "failed" | null;
+                        /** @description Our addition: the slot the chain last reported the transaction in; null before it ran */
+                        slot: number | null;
+                        /**
+                         * Format: date-time
+                         * @description Our addition: when the transaction was seen confirmed (a deposit: credited); null until then, and again while a payment the chain lost is sent again
+                         */
+                        confirmed_at: string | null;
+                        /**
+                         * Format: date-time
+                         * @description Our addition: when the transaction was seen finalized
+                         */
+                        finalized_at: string | null;
                     };
                 };
             };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description ID of the send */
-                            id: string;
-                            /** @description Sender handle */
-                            from: string;
-                            /** @description Recipient handle */
-                            to: string;
-                            amount_usd: number;
-                            /** @description Signature of the USDC transfer */
-                            swap_tx: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            /**
-                             * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
-                             * @enum {string}
-                             */
-                            status?: "pending";
-                        };
-                    };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description ID of the send */
-                            id: string;
-                            /** @description Sender handle */
-                            from: string;
-                            /** @description Recipient handle */
-                            to: string;
-                            amount_usd: number;
-                            /** @description Signature of the USDC transfer */
-                            swap_tx: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            /**
-                             * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
-                             * @enum {string}
-                             */
-                            status?: "pending";
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                402: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            error: "insufficient_balance";
-                            message: string;
-                            balance_usd: number;
-                            required_usd: number;
-                        };
-                    };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
     };
-    "/api/v1/swap-to-usdc": {
+    send: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional: 1-255 visible ASCII characters (U+0021-U+007E), unique per request you mean (a malformed key is 400 invalid_request). A retry with the same key, method, path and body gets the first answer again (header Idempotent-Replayed: true) and pays once; the same key with another body is 422 */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        put?: never;
-        /** Sell native tokens for USDC (the platform pool) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "to_handle": "bob",
+                 *       "amount_usd": 2.5,
+                 *       "memo": "For the thread on fees"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Recipient handle, without the @ (a leading @ is tolerated) */
+                    to_handle: string;
+                    /** @description Dollars: at least 0.01, at most 6 decimals; a JSON number (no exponent notation) or a string of digits */
+                    amount_usd: number | string;
+                    /** @description At most 200 characters, one line: no control characters (U+0000-U+001F, U+007F-U+009F) and no bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069); on chain in the Memo and in both histories */
+                    memo?: string;
+                };
             };
-            requestBody: {
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
                 content: {
                     "application/json": {
-                        /** @description Native-token base units (9 decimals) to sell: an integer from 1 to 1000000000000000000; a string of digits keeps amounts above 2^53 exact */
-                        amount_tokens: number | string;
-                        /** @description The least USDC (dollars, at most 6 decimals) to accept: a quote below it is 409 slippage_exceeded and nothing moves */
-                        min_amount_usdc?: number | string;
+                        /** @description ID of the send */
+                        id: string;
+                        /** @description Sender handle */
+                        from: string;
+                        /** @description Recipient handle */
+                        to: string;
+                        amount_usd: number;
+                        /** @description Signature of the USDC transfer */
+                        swap_tx: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /**
+                         * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
+                         * @enum {string}
+                         */
+                        status?: "pending";
                     };
                 };
             };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description USDC received, in dollars */
-                            amount_usdc: number;
-                            /** @description Signature of the swap transaction */
-                            swap_tx: string;
-                            /**
-                             * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
-                             * @enum {string}
-                             */
-                            status?: "pending";
-                        };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description ID of the send */
+                        id: string;
+                        /** @description Sender handle */
+                        from: string;
+                        /** @description Recipient handle */
+                        to: string;
+                        amount_usd: number;
+                        /** @description Signature of the USDC transfer */
+                        swap_tx: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /**
+                         * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
+                         * @enum {string}
+                         */
+                        status?: "pending";
                     };
                 };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description USDC received, in dollars */
-                            amount_usdc: number;
-                            /** @description Signature of the swap transaction */
-                            swap_tx: string;
-                            /**
-                             * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
-                             * @enum {string}
-                             */
-                            status?: "pending";
-                        };
-                    };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                402: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            error: "insufficient_balance";
-                            message: string;
-                            /** @description Native base units available */
-                            balance_tokens: string;
-                            /** @description Native base units the swap needed */
-                            required_tokens: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Payment Required */
+            402: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
     };
-    "/api/v1/swap-quote": {
+    swapToUsdc: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional: 1-255 visible ASCII characters (U+0021-U+007E), unique per request you mean (a malformed key is 400 invalid_request). A retry with the same key, method, path and body gets the first answer again (header Idempotent-Replayed: true) and pays once; the same key with another body is 422 */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
-        /** Quote a swap to USDC without making it */
-        get: {
-            parameters: {
-                query: {
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount_tokens": "5000000000",
+                 *       "min_amount_usdc": 0.45
+                 *     }
+                 */
+                "application/json": {
                     /** @description Native-token base units (9 decimals) to sell: an integer from 1 to 1000000000000000000; a string of digits keeps amounts above 2^53 exact */
-                    amount_tokens: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Base units sold */
-                            amount_tokens: string;
-                            /** @description USDC the swap would pay now, in dollars */
-                            amount_usdc: number;
-                            /** @description The fee part of amount_tokens (30 bps, rounded up) */
-                            fee_tokens: string;
-                            fee_bps: number;
-                            /** @description How far below the pool’s spot price the fee-free part is priced, in basis points */
-                            price_impact_bps: number;
-                            /** @description The pool’s native reserve now (base units) */
-                            reserve_tokens: string;
-                            /** @description The pool’s USDC reserve now, in dollars */
-                            reserve_usdc: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                    amount_tokens: number | string;
+                    /** @description The least USDC (dollars, at most 6 decimals) to accept: a quote below it is 409 slippage_exceeded and nothing moves */
+                    min_amount_usdc?: number | string;
                 };
             };
         };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/webhooks": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The account’s webhook endpoints, oldest first (never their secrets) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            webhooks: {
-                                id: string;
-                                url: string;
-                                events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
-                                /** @enum {string} */
-                                status: "enabled" | "disabled";
-                                /** Format: date-time */
-                                created_at: string;
-                                /** @description Why it was disabled; null while enabled */
-                                disabled_reason: string | null;
-                                /** @description Event-log cursor: the sequence through which events have been delivered, as digits */
-                                delivered_through: string;
-                                /**
-                                 * Format: date-time
-                                 * @description When the next event first failed; after WEBHOOK_RETRY_WINDOW_MS (3 days) it is disabled
-                                 */
-                                failing_since: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @description When the failing event is tried again
-                                 */
-                                next_attempt_at: string | null;
-                            }[];
-                        };
-                    };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
-        put?: never;
-        /** Add a webhook endpoint (at most 5; a key holding every scope) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
                 content: {
                     "application/json": {
-                        /** @description Where events are POSTed: https (http only to a loopback address, outside production); its host must resolve to public addresses only */
-                        url: string;
-                        /** @description The event types to receive; default every type */
-                        events?: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
+                        /** @description USDC received, in dollars */
+                        amount_usdc: number;
+                        /** @description Signature of the swap transaction */
+                        swap_tx: string;
+                        /**
+                         * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
+                         * @enum {string}
+                         */
+                        status?: "pending";
                     };
                 };
             };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            url: string;
-                            events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
-                            /** @enum {string} */
-                            status: "enabled" | "disabled";
-                            /** Format: date-time */
-                            created_at: string;
-                            /** @description whsec_…: the signing secret, shown only here (and by rotate-secret). Store it now */
-                            secret: string;
-                        };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description USDC received, in dollars */
+                        amount_usdc: number;
+                        /** @description Signature of the swap transaction */
+                        swap_tx: string;
+                        /**
+                         * @description Only on 202: not executed by the cluster within WRITE_TIMEOUT_MS
+                         * @enum {string}
+                         */
+                        status?: "pending";
                     };
                 };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Payment Required */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
     };
-    "/api/v1/webhooks/{id}": {
+    getSwapQuote: {
+        parameters: {
+            query: {
+                /** @description Native-token base units (9 decimals) to sell: an integer from 1 to 1000000000000000000; a string of digits keeps amounts above 2^53 exact */
+                amount_tokens: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Base units sold */
+                        amount_tokens: string;
+                        /** @description USDC the swap would pay now, in dollars */
+                        amount_usdc: number;
+                        /** @description The fee part of amount_tokens (30 bps, rounded up) */
+                        fee_tokens: string;
+                        fee_bps: number;
+                        /** @description How far below the pool’s spot price the fee-free part is priced, in basis points */
+                        price_impact_bps: number;
+                        /** @description The pool’s native reserve now (base units) */
+                        reserve_tokens: string;
+                        /** @description The pool’s USDC reserve now, in dollars */
+                        reserve_usdc: number;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        put?: never;
-        post?: never;
-        /** Delete a webhook endpoint and its delivery log */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The endpoint (a UUID; anything else is 404) */
-                    id: string;
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/webhooks/{id}/rotate-secret": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** A new signing secret; the old one keeps signing beside it for 24 h */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The endpoint (a UUID; anything else is 404) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            /** @description whsec_…: the new secret, shown only here */
-                            secret: string;
-                            /**
-                             * Format: date-time
-                             * @description Until then deliveries carry a second v1= signature, made with the old secret
-                             */
-                            previous_secret_expires_at: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/webhooks/{id}/enable": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Enable a disabled endpoint: its backlog follows, in order */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The endpoint (a UUID; anything else is 404) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
+                content: {
+                    "application/json": {
+                        webhooks: {
                             id: string;
                             url: string;
                             events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
@@ -2783,500 +2360,658 @@ export interface paths {
                              * @description When the failing event is tried again
                              */
                             next_attempt_at: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
+                        }[];
                     };
                 };
             };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
     };
-    "/api/v1/webhooks/{id}/deliveries": {
+    createWebhook: {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The endpoint’s delivery log: every attempt, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Integer from 1 to 100; default 20 */
-                    limit?: string;
-                    /** @description next_cursor of the previous page; omit for the newest */
-                    cursor?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description The endpoint (a UUID; anything else is 404) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            deliveries: {
-                                event_id: string;
-                                /** @description The event’s sequence in the account log, as digits */
-                                sequence: string;
-                                /** @description 1 for the first try of this event */
-                                attempt: number;
-                                /** @description The receiver’s HTTP status; null without an answer */
-                                status_code: number | null;
-                                /** @description Why it failed when no 2xx came (timeout, refused, ...) */
-                                error: string | null;
-                                duration_ms: number;
-                                delivered: boolean;
-                                /**
-                                 * Format: date-time
-                                 * @description When it is tried again; null once delivered
-                                 */
-                                next_attempt_at: string | null;
-                                /** Format: date-time */
-                                created_at: string;
-                            }[];
-                            has_more: boolean;
-                            /** @description The next (older) page’s cursor; null at the end */
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/ledgerfeed",
+                 *       "events": [
+                 *         "payment.finalized",
+                 *         "send.received"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Where events are POSTed: https (http only to a loopback address, outside production); its host must resolve to public addresses only */
+                    url: string;
+                    /** @description The event types to receive; default every type */
+                    events?: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
                 };
             };
         };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/webhooks/{id}/replay": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Deliver again, in order, every event after a cursor (none: from the start of the log) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The endpoint (a UUID; anything else is 404) */
-                    id: string;
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                cookie?: never;
-            };
-            requestBody?: {
                 content: {
                     "application/json": {
-                        /** @description Event-log cursor (an event’s sequence): every event after it is delivered again, in order. Omitted: from the start of the kept log */
-                        after?: string | number;
-                    } | null;
+                        id: string;
+                        url: string;
+                        events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
+                        /** @enum {string} */
+                        status: "enabled" | "disabled";
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description whsec_…: the signing secret, shown only here (and by rotate-secret). Store it now */
+                        secret: string;
+                    };
                 };
             };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @description whsec_…: the new secret, shown only here */
+                        secret: string;
+                        /**
+                         * Format: date-time
+                         * @description Until then deliveries carry a second v1= signature, made with the old secret
+                         */
+                        previous_secret_expires_at: string;
                     };
-                    content: {
-                        "application/json": {
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    enableWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        url: string;
+                        events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
+                        /** @enum {string} */
+                        status: "enabled" | "disabled";
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description Why it was disabled; null while enabled */
+                        disabled_reason: string | null;
+                        /** @description Event-log cursor: the sequence through which events have been delivered, as digits */
+                        delivered_through: string;
+                        /**
+                         * Format: date-time
+                         * @description When the next event first failed; after WEBHOOK_RETRY_WINDOW_MS (3 days) it is disabled
+                         */
+                        failing_since: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When the failing event is tried again
+                         */
+                        next_attempt_at: string | null;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Integer from 1 to 100; default 20 */
+                limit?: string;
+                /** @description next_cursor of the previous page; omit for the newest */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The endpoint (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: {
+                            event_id: string;
+                            /** @description The event’s sequence in the account log, as digits */
+                            sequence: string;
+                            /** @description 1 for the first try of this event */
+                            attempt: number;
+                            /** @description The receiver’s HTTP status; null without an answer */
+                            status_code: number | null;
+                            /** @description Why it failed when no 2xx came (timeout, refused, ...) */
+                            error: string | null;
+                            duration_ms: number;
+                            delivered: boolean;
+                            /**
+                             * Format: date-time
+                             * @description When it is tried again; null once delivered
+                             */
+                            next_attempt_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        has_more: boolean;
+                        /** @description The next (older) page’s cursor; null at the end */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    replayWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "after": "42"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Event-log cursor (an event’s sequence): every event after it is delivered again, in order. Omitted: from the start of the kept log */
+                    after?: string | number;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @description The cursor delivery restarts after: the next event delivered is the one after it */
+                        replay_from: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description An event cursor: the `sequence` of the last event seen (a next_cursor), as digits; omit for the start of the kept log (30 days) */
+                after?: string;
+                /** @description Integer from 1 to 100; default 50 */
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: {
+                            /** @description `evt_` and 32 hex digits: what a receiver dedupes by */
                             id: string;
-                            /** @description The cursor delivery restarts after: the next event delivered is the one after it */
-                            replay_from: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
+                            /** @enum {string} */
+                            type: "payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception";
+                            /**
+                             * Format: date-time
+                             * @description When the change committed
+                             */
+                            created_at: string;
+                            /** @description Strictly increasing per account, 1, 2, 3, ... with no gap: the order of the log */
+                            sequence: number;
+                            /** @description payment.*: swap_tx, kind (the history’s type), amount_usd (signed), related_post_id, counterparty, slot; post.replied/quoted/reposted: post_id, reply_id/quote_id/repost_id, by; post.liked: post_id, by; follow.created: by; send.received: from, amount_usd, memo, swap_tx; reconciliation.exception: swap_tx, verdict and the amounts */
+                            data: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        has_more: boolean;
+                        /** @description Ask with after=next_cursor for what follows; on an empty page, the cursor given */
+                        next_cursor: string;
                     };
                 };
             };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
     };
-    "/api/v1/events": {
+    streamEvents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description An event cursor: the `sequence` of the last event seen (a next_cursor), as digits; omit for the start of the kept log (30 days) */
+                after?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** The caller’s event log (oldest first): payments, engagement, follows, sends received */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description An event cursor: the `sequence` of the last event seen (a next_cursor), as digits; omit for the start of the kept log (30 days) */
-                    after?: string;
-                    /** @description Integer from 1 to 100; default 50 */
-                    limit?: string;
+        requestBody?: never;
+        responses: {
+            /** @description Server-sent events: one per logged event, `id:` its sequence, `event:` its type, `data:` the event as GET /events lists it (JSON); comment lines keep the connection alive */
+            200: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                header?: never;
-                path?: never;
-                cookie?: never;
+                content: {
+                    "text/event-stream": string;
+                };
             };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            events: {
-                                /** @description `evt_` and 32 hex digits: what a receiver dedupes by */
-                                id: string;
-                                /** @enum {string} */
-                                type: "payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception";
-                                /**
-                                 * Format: date-time
-                                 * @description When the change committed
-                                 */
-                                created_at: string;
-                                /** @description Strictly increasing per account, 1, 2, 3, ... with no gap: the order of the log */
-                                sequence: number;
-                                /** @description payment.*: swap_tx, kind (the history’s type), amount_usd (signed), related_post_id, counterparty, slot; post.replied/quoted/reposted: post_id, reply_id/quote_id/repost_id, by; post.liked: post_id, by; follow.created: by; send.received: from, amount_usd, memo, swap_tx; reconciliation.exception: swap_tx, verdict and the amounts */
-                                data: {
-                                    [key: string]: unknown;
-                                };
-                            }[];
-                            has_more: boolean;
-                            /** @description Ask with after=next_cursor for what follows; on an empty page, the cursor given */
-                            next_cursor: string;
-                        };
-                    };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
                 };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/events/stream": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The caller’s event log as server-sent events (id: the sequence), from `after` or Last-Event-ID, then live */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description An event cursor: the `sequence` of the last event seen (a next_cursor), as digits; omit for the start of the kept log (30 days) */
-                    after?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
-export interface components {
-    schemas: never;
-    responses: never;
-    parameters: never;
-    requestBodies: never;
-    headers: never;
-    pathItems: never;
-}
-export type $defs = Record<string, never>;
-export type operations = Record<string, never>;

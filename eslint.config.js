@@ -8,6 +8,7 @@ export default tseslint.config(
       'dist/**',
       'clients/typescript/dist/**',
       'clients/typescript/src/generated/**',
+      'clients/typescript/test/fixtures/**',
       'node_modules/**',
       '.data/**',
       '.ci/**',

@@ -45,7 +45,7 @@ describe('verifyWebhook', () => {
     );
     const delivery = await until(
       'the follow delivered',
-      async () => receiver.requests[0],
+      () => Promise.resolve(receiver.requests[0]),
       (request) => request !== undefined,
     );
 

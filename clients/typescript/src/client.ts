@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { TadaDocumentNode } from 'gql.tada';
 import { print } from 'graphql';
 import createFetchClient, { type Client } from 'openapi-fetch';
@@ -159,9 +160,16 @@ export function createLedgerfeedClient(options: ClientOptions) {
     signal: init.signal,
   });
 
+  /** One payment by its swap_tx, with its state (pending, confirmed, finalized, failed). */
+  async function payment(swapTx: string): Promise<Payment> {
+    const { data } = await rest.GET('/api/v1/payments/{swap_tx}', { params: { path: { swap_tx: swapTx } } });
+    return data!;
+  }
+
   return {
     rest,
     graphql: sendGraphql,
+    payment,
 
     /** Pays $1 and publishes a post, reply or quote; retried safely (one key, one charge). */
     async createPost(post: NewPost, init: PaidWriteOptions = {}): Promise<PaidPost> {
@@ -184,19 +192,6 @@ export function createLedgerfeedClient(options: ClientOptions) {
       return data!;
     },
 
-    /** One payment by its swap_tx, with its state (pending, confirmed, finalized, failed). */
-    async payment(swapTx: string): Promise<Payment> {
-      const { data } = await rest.GET('/api/v1/payments/{swap_tx}', {
-        params: { path: { swap_tx: swapTx } },
-      });
-      return data!;
-    },
-
-    /**
-     * Polls a payment until it reaches `until` ('finalized' by default: it can no longer be rolled
-     * back) or fails; throws a LedgerfeedError `payment_failed` if it failed on chain, `timeout`
-     * after `timeoutMs`.
-     */
     async waitForPayment(
       swapTx: string,
       {
@@ -207,21 +202,23 @@ export function createLedgerfeedClient(options: ClientOptions) {
     ): Promise<Payment> {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const payment = await this.payment(swapTx);
-        if (payment.status === 'failed') {
-          throw new LedgerfeedError(200, 'payment_failed', `payment ${swapTx} failed on chain`, { payment });
+        const current = await payment(swapTx);
+        if (current.status === 'failed') {
+          throw new LedgerfeedError(200, 'payment_failed', `payment ${swapTx} failed on chain`, {
+            payment: current,
+          });
         }
-        if (payment.status === 'finalized' || (until === 'confirmed' && payment.status === 'confirmed'))
-          return payment;
+        if (current.status === 'finalized' || (until === 'confirmed' && current.status === 'confirmed'))
+          return current;
         if (Date.now() + pollMs > deadline) {
           throw new LedgerfeedError(
             0,
             'timeout',
-            `payment ${swapTx} is still ${payment.status} after ${timeoutMs} ms`,
-            { payment },
+            `payment ${swapTx} is still ${current.status} after ${timeoutMs} ms`,
+            { payment: current },
           );
         }
-        await new Promise((resolve) => setTimeout(resolve, pollMs));
+        await sleep(pollMs);
       }
     },
 

@@ -1,5 +1,17 @@
 import { RECONCILIATION_STATUSES } from '../../domain/reconciliation/reconciliation.js';
 
+/** An exception's fields, in the order the report writes them (the CSV's columns after its day). */
+export const EXCEPTION_FIELDS = [
+  'movement_id',
+  'signature',
+  'status',
+  'ledger_amount_usd',
+  'chain_amount_usd',
+  'commitment',
+  'detail',
+  'checked_at',
+] as const;
+
 const exceptionStatuses = RECONCILIATION_STATUSES.filter((status) => status !== 'matched');
 
 /**
@@ -45,16 +57,7 @@ const reconciliationReport = {
       description: `Every exception of the day (at most 100,000), not_finalized included`,
       items: {
         type: 'object',
-        required: [
-          'movement_id',
-          'signature',
-          'status',
-          'ledger_amount_usd',
-          'chain_amount_usd',
-          'commitment',
-          'detail',
-          'checked_at',
-        ],
+        required: [...EXCEPTION_FIELDS],
         properties: {
           movement_id: { type: 'string' },
           signature: { type: 'string' },

@@ -11,23 +11,13 @@ import { RECONCILIATION_STATUSES } from '../../domain/reconciliation/reconciliat
 import { usdNumber } from '../http-views.js';
 import type { ApiDeps } from '../../app/api-deps.js';
 import { requireFinance } from '../../domain/auth/access-rules.js';
-import { reconciliationAnswer } from './finance-schemas.js';
+import { EXCEPTION_FIELDS, reconciliationAnswer } from './finance-schemas.js';
 import { authErrors, errorBody } from './schemas.js';
 
 /** A day's report lists at most this many verdicts (CSV) or exceptions (JSON). */
 const REPORT_MAX_ROWS = 100_000;
 
-const CSV_COLUMNS = [
-  'ledger_day',
-  'movement_id',
-  'signature',
-  'status',
-  'ledger_amount_usd',
-  'chain_amount_usd',
-  'commitment',
-  'detail',
-  'checked_at',
-] as const;
+const CSV_COLUMNS = ['ledger_day', ...EXCEPTION_FIELDS] as const;
 
 /**
  * GET /finance/reconciliation?date=YYYY-MM-DD (finance or admin role, scope read): the day's

@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -15,7 +15,8 @@ import { until } from '../test/support/until.js';
 
 /**
  * The examples as a user runs them: each a child process (`node --import tsx examples/x.ts`)
- * importing '@ledgerfeed/client', against the real service of this file (API, worker, localnet),
+ * importing '@ledgerfeed/client' (tsx resolves it to the client's source by tsconfig's `paths`,
+ * so no build runs first), against the real service of this file (API, worker, localnet),
  * with assertions on what the service holds afterwards, not only on what the script printed.
  */
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -24,14 +25,8 @@ let h: ServiceHarness;
 const children = new Set<ChildProcess>();
 
 beforeAll(async () => {
-  // This checkout's client dist, so the examples import the client of the code under test.
-  execFileSync('npx', ['tsc', '-p', 'clients/typescript/tsconfig.build.json'], {
-    cwd: root,
-    env: process.env,
-    stdio: 'pipe',
-  });
   h = await openServiceHarness({ RATE_LIMIT_MULTIPLIER: '100' });
-}, 300_000);
+});
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   await h?.close();

@@ -11,21 +11,13 @@ const apiKey = process.env.LEDGERFEED_API_KEY;
 // Ledger days are UTC days: "today" is today in UTC, not in the local time zone.
 const day = process.argv[2] ?? new Date().toISOString().slice(0, 10);
 
-/** The JSON report's fields read here (the OpenAPI document does not describe its 200 answer yet). */
-interface ReconciliationReport {
-  date: string;
-  ledger_total_usd: number;
-  chain_total_usd: number;
-  matched: number;
-  exception_counts: Record<string, number>;
-  payment_counts: Record<'pending' | 'confirmed' | 'finalized' | 'failed', number>;
-}
-
 async function main(): Promise<void> {
   if (!apiKey) throw new Error('set LEDGERFEED_API_KEY to an API key of a finance account');
   const client = createLedgerfeedClient({ baseUrl, apiKey });
 
-  const report = (await client.reconciliation(day)) as unknown as ReconciliationReport;
+  const report = await client.reconciliation(day);
+  // Typed as the JSON report or the CSV one (Accept: text/csv); this call asks for JSON.
+  if (!report || typeof report === 'string') throw new Error(`no JSON report for ${day}`);
   console.log(`reconciliation ${report.date}`);
   console.log(`ledger total $${report.ledger_total_usd}, chain total $${report.chain_total_usd}`);
   console.log(`matched ${report.matched}`);

@@ -19,15 +19,13 @@ async function main(): Promise<void> {
   const post = await client.createPost({ type: 'post', content });
   console.log(`post ${post.id}`);
   console.log(`swap_tx ${post.swap_tx}`);
-  // The payment's state now, then each later one: confirmed (executed; a fork could still drop
-  // it) and finalized (final). waitForPayment throws `payment_failed` if the chain refused it.
-  let state = (await client.payment(post.swap_tx)).status;
-  console.log(`state ${state}`);
-  for (const until of ['confirmed', 'finalized'] as const) {
-    if (state === until || state === 'finalized') continue;
-    state = (await client.waitForPayment(post.swap_tx, { until, timeoutMs: 120_000 })).status;
-    console.log(`state ${state}`);
-  }
+  // Each state as it comes: pending (sent), confirmed (executed; a fork could still drop it),
+  // finalized (final). waitForPayment throws `payment_failed` if the chain refused it.
+  await client.waitForPayment(post.swap_tx, {
+    until: 'finalized',
+    timeoutMs: 120_000,
+    onState: (payment) => console.log(`state ${payment.status}`),
+  });
 }
 
 main().catch((error: unknown) => {

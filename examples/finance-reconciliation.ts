@@ -16,8 +16,6 @@ async function main(): Promise<void> {
   const client = createLedgerfeedClient({ baseUrl, apiKey });
 
   const report = await client.reconciliation(day);
-  // Typed as the JSON report or the CSV one (Accept: text/csv); this call asks for JSON.
-  if (!report || typeof report === 'string') throw new Error(`no JSON report for ${day}`);
   console.log(`reconciliation ${report.date}`);
   console.log(`ledger total $${report.ledger_total_usd}, chain total $${report.chain_total_usd}`);
   console.log(`matched ${report.matched}`);

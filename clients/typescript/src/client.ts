@@ -44,6 +44,7 @@ export type NewSend = Body<'/api/v1/send', 'post'>;
 export type Payment = Answer<'/api/v1/payments/{swap_tx}', 'get', 200>;
 export type Transaction = Answer<'/api/v1/me/transactions', 'get', 200>['transactions'][number];
 export type AccountEvent = Answer<'/api/v1/events', 'get', 200>['events'][number];
+export type ReconciliationReport = Answer<'/api/v1/finance/reconciliation', 'get', 200>;
 export type FeedSort = NonNullable<NonNullable<Op<'/api/v1/feed', 'get'>['parameters']['query']>['sort']>;
 
 const FOLLOWERS = graphql(`
@@ -198,11 +199,21 @@ export function createLedgerfeedClient(options: ClientOptions) {
         until = 'finalized',
         timeoutMs = 60_000,
         pollMs = 1_000,
-      }: { until?: 'confirmed' | 'finalized'; timeoutMs?: number; pollMs?: number } = {},
+        onState,
+      }: {
+        until?: 'confirmed' | 'finalized';
+        timeoutMs?: number;
+        pollMs?: number;
+        /** Called with the payment each time its state changes (the first look included). */
+        onState?: (payment: Payment) => void;
+      } = {},
     ): Promise<Payment> {
       const deadline = Date.now() + timeoutMs;
+      let seen: Payment['status'] | undefined;
       for (;;) {
         const current = await payment(swapTx);
+        if (current.status !== seen) onState?.(current);
+        seen = current.status;
         if (current.status === 'failed') {
           throw new LedgerfeedError(200, 'payment_failed', `payment ${swapTx} failed on chain`, {
             payment: current,
@@ -272,9 +283,13 @@ export function createLedgerfeedClient(options: ClientOptions) {
     },
 
     /** A day's reconciliation report (finance role): payments by state and the verdicts' counts. */
-    async reconciliation(date: string) {
-      const { data } = await rest.GET('/api/v1/finance/reconciliation', { params: { query: { date } } });
-      return data;
+    async reconciliation(date: string): Promise<ReconciliationReport> {
+      const { data } = await rest.GET('/api/v1/finance/reconciliation', {
+        params: { query: { date } },
+        headers: { accept: 'application/json' },
+      });
+      // Asked for JSON: the answer is the JSON report (the CSV is the other type of this 200).
+      return data as ReconciliationReport;
     },
 
     /** Every reconciliation exception (finance role), of one ledger day when `day` is given (GraphQL). */

@@ -11,6 +11,7 @@ export type {
   PaidWriteOptions,
   Payment,
   Post,
+  ReconciliationReport,
   Transaction,
 } from './client.js';
 export { LedgerfeedError } from './errors.js';

@@ -7,6 +7,7 @@ import {
   type Member,
   type ServiceHarness,
 } from '../../../test/support/service-harness.js';
+import { until } from '../../../test/support/until.js';
 import { createLedgerfeedClient, graphql, LedgerfeedError, type LedgerfeedClient } from '../src/index.js';
 import { headerIn, startDropProxy } from './drop-proxy.js';
 
@@ -231,6 +232,14 @@ describe('pagination', () => {
       followers.push(follower.handle);
     expect(followers.sort()).toEqual(fans.map((fan) => fan.account.handle).sort());
 
+    // The worker numbers each account's events after the commit: wait until the five follows are.
+    const follows = async (): Promise<number> => {
+      const { data } = await clientOf(star).rest.GET('/api/v1/events', {
+        params: { query: { limit: '100' } },
+      });
+      return data!.events.filter((event) => event.type === 'follow.created').length;
+    };
+    await until('the five follow.created events in the log', follows, (n) => n >= 5);
     const sequences: number[] = [];
     for await (const event of clientOf(star).events({ limit: 2 })) sequences.push(event.sequence);
     expect(sequences.length).toBeGreaterThanOrEqual(5);

@@ -15,7 +15,10 @@ export interface ClientOptions {
   baseUrl: string;
   /** `lf_live_...`: sent as `Authorization: Bearer`. Omit for the unauthenticated calls (open an account). */
   apiKey?: string;
-  /** Defaults: 3 retries, Retry-After waited up to 60 s, network-error backoff from 250 ms. */
+  /**
+   * Defaults: 3 retries, Retry-After waited up to 60 s, network-error backoff from 250 ms, an
+   * attempt given up after 30 s without an answer.
+   */
   retry?: Partial<RetryPolicy>;
   /** The fetch to send with (a proxy's, a test's). Default: the global fetch. */
   fetch?: (request: Request) => Promise<Response>;
@@ -104,7 +107,13 @@ export function createLedgerfeedClient(options: ClientOptions) {
   const transport = createTransport({
     apiKey: options.apiKey,
     fetch: options.fetch ?? ((request) => fetch(request)),
-    retry: { maxRetries: 3, maxRetryAfterSec: 60, backoffMs: 250, ...options.retry },
+    retry: {
+      maxRetries: 3,
+      maxRetryAfterSec: 60,
+      backoffMs: 250,
+      attemptTimeoutMs: 30_000,
+      ...options.retry,
+    },
     newIdempotencyKey: options.newIdempotencyKey ?? randomUUID,
   });
 

@@ -1,7 +1,7 @@
 /**
  * Every failure the client reports: an error answer of the API (REST's `{ error, message }`, or a
  * GraphQL error's `extensions.code` and message), a refused webhook signature, or a request that
- * never got an answer (`status` 0, `error` "network_error"). One class, so a caller has one
+ * never got an answer (`status` 0, `error` "network_error", "timeout" or "aborted"). One class, so a caller has one
  * `instanceof` and one `switch (err.error)`.
  */
 export class LedgerfeedError extends Error {

@@ -9,6 +9,12 @@ export interface RetryPolicy {
   maxRetryAfterSec: number;
   /** The first wait after a network error or a 503 without `Retry-After`; it doubles each time. */
   backoffMs: number;
+  /**
+   * An attempt with no answer after this long is given up (and retried when a resend is safe): a
+   * connection that went silent would otherwise hold the call for minutes. Longer than the
+   * server's own wait for a paid write (WRITE_TIMEOUT_MS, 10 s by default, then 202).
+   */
+  attemptTimeoutMs: number;
 }
 
 /** What a request may do again: what makes sending it twice safe. */
@@ -51,15 +57,25 @@ export function createTransport(options: {
       for (let attempt = 0; ; attempt++) {
         const last = attempt >= retry.maxRetries;
         let response: Response;
+        const timeout = AbortSignal.timeout(retry.attemptTimeoutMs);
         try {
-          // A clone each time: a body can be read once, and the first attempt may have read it.
-          response = await options.fetch(request.clone());
+          // A copy each time: a body can be read once, and the first attempt may have read it.
+          const attemptRequest = new Request(request.clone(), {
+            signal: AbortSignal.any([request.signal, timeout]),
+          });
+          response = await options.fetch(attemptRequest);
         } catch (cause) {
+          // The caller's own abort ends the call; a lost or silent connection may be retried.
+          const failure = request.signal.aborted
+            ? { error: 'aborted', what: 'aborted by the caller' }
+            : timeout.aborted
+              ? { error: 'timeout', what: `no answer within ${retry.attemptTimeoutMs} ms` }
+              : { error: 'network_error', what: `no answer (${describe(cause)})` };
           if (last || !resend.safe || request.signal.aborted) {
             throw new LedgerfeedError(
               0,
-              'network_error',
-              `${request.method} ${new URL(request.url).pathname}: no answer (${describe(cause)})`,
+              failure.error,
+              `${request.method} ${new URL(request.url).pathname}: ${failure.what}`,
               {},
               undefined,
               { cause },

@@ -101,6 +101,57 @@ describe('paid writes', () => {
     }
   });
 
+  test('a paid post whose connection goes silent is given up after the attempt timeout and retried, paid once', async () => {
+    const who = await h.member('sdk_stall', 5_000_000n);
+    let drops = 1;
+    const proxy = await startDropProxy(
+      h.base,
+      (text) => text.startsWith('POST /api/v1/posts ') && drops-- > 0,
+      'stall',
+    );
+    try {
+      const before = await paidSoFar(who);
+      const client = createLedgerfeedClient({
+        baseUrl: proxy.url,
+        apiKey: who.key,
+        retry: { backoffMs: 50, attemptTimeoutMs: 2_000 },
+      });
+      const started = Date.now();
+      const post = await client.createPost({ type: 'post', content: 'silent line, one charge' });
+      expect(post.content).toBe('silent line, one charge');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_000);
+
+      const { rows } = await sql<{ key: string }>`
+        SELECT key FROM idempotency_keys WHERE account_id = ${who.account.id}::uuid`.execute(h.env.app.db);
+      expect(rows.map((row) => row.key)).toEqual([headerIn(proxy.seen[0]!, 'idempotency-key')]);
+      const after = await paidSoFar(who);
+      expect(after.posts - before.posts).toBe(1);
+      expect(before.availableMicro - after.availableMicro).toBe(1_000_000n);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test('a like whose connection goes silent is not sent again: the error says it timed out', async () => {
+    const who = await h.member('sdk_like_stall', 5_000_000n);
+    const post = await clientOf(who).createPost({ type: 'post', content: 'like me later' });
+    const proxy = await startDropProxy(h.base, (text) => text.startsWith('POST /api/v1/posts/'), 'stall');
+    try {
+      const client = createLedgerfeedClient({
+        baseUrl: proxy.url,
+        apiKey: who.key,
+        retry: { attemptTimeoutMs: 1_000 },
+      });
+      const failure = await client.rest
+        .POST('/api/v1/posts/{id}/like', { params: { path: { id: post.id } } })
+        .catch((error: unknown) => error);
+      expect(failure).toMatchObject({ status: 0, error: 'timeout' });
+      expect(proxy.seen).toHaveLength(1);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   test('a like whose answer is lost is not sent again: the error says no answer came', async () => {
     const who = await h.member('sdk_like_drop', 5_000_000n);
     const post = await clientOf(who).createPost({ type: 'post', content: 'like me' });

@@ -1,12 +1,17 @@
 import net from 'node:net';
 
 /**
- * A TCP proxy on 127.0.0.1 in front of the service that loses answers: the connection carrying a
- * request that `drops` matches (by its request line and body text) is cut as soon as the server
- * starts answering, that is after the server did the work. The client sees a dropped connection,
- * as from a flaky network. `seen` keeps each matched request's text, so a test can read its headers.
+ * A TCP proxy on 127.0.0.1 in front of the service that loses answers: the answer to a request
+ * that `drops` matches (by its request line and body text) is lost once the server starts sending
+ * it, that is after the server did the work. `cut` closes the connection (the client sees it
+ * dropped, as on a flaky network); `stall` keeps it open and silent (as behind a dead middlebox).
+ * `seen` keeps each matched request's text, so a test can read its headers.
  */
-export async function startDropProxy(upstream: string, drops: (requestText: string) => boolean) {
+export async function startDropProxy(
+  upstream: string,
+  drops: (requestText: string) => boolean,
+  how: 'cut' | 'stall' = 'cut',
+) {
   const target = new URL(upstream);
   const seen: string[] = [];
   const sockets = new Set<net.Socket>();
@@ -24,8 +29,10 @@ export async function startDropProxy(upstream: string, drops: (requestText: stri
     });
     server.on('data', (chunk: Buffer) => {
       if (cutNextAnswer) {
-        client.destroy();
-        server.destroy();
+        if (how === 'cut') {
+          client.destroy();
+          server.destroy();
+        }
         return;
       }
       client.write(chunk);

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { HealthReport } from '../domain/health/health.service.js';
+import { FoldedCounter } from './folded-counter.js';
 
 export interface Metrics {
   registry: Registry;
@@ -8,7 +9,7 @@ export interface Metrics {
    * Of those, the requests answered from the read caches before Fastify (src/api/cached-reads/): how
    * much of the read traffic the cheap path carries.
    */
-  cachedReads: Counter<'route'>;
+  cachedReads: FoldedCounter<'route'>;
   dependencyUp: Gauge<'dependency'>;
   dependencyLatency: Gauge<'dependency'>;
   healthChecks: Counter<'status'>;
@@ -58,10 +59,10 @@ export function createMetrics(): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const cachedReads = new Counter({
+  const cachedReads = new FoldedCounter({
     name: 'ledgerfeed_cached_reads_total',
     help: 'Requests answered from the read caches before Fastify, by route template',
-    labelNames: ['route'] as const,
+    labelName: 'route',
     registers: [registry],
   });
   const dependencyUp = new Gauge({

@@ -64,7 +64,7 @@ export function createCachedFeedReads(deps: ApiDeps, pages: FeedPages): CachedFe
     headers['content-length'] = String(body.length);
     res.writeHead(status, headers);
     res.end(body);
-    deps.metrics.cachedReads.inc({ route: FEED_ROUTE });
+    deps.metrics.cachedReads.hit(FEED_ROUTE);
     recordRequest(deps, deps.logger, {
       method: 'GET',
       url: req.url ?? FEED_ROUTE,

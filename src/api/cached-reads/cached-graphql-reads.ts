@@ -86,7 +86,7 @@ export function createCachedGraphqlReads(deps: ApiDeps, answers: GraphqlResponse
     sent['content-length'] = String(kept.body.length);
     res.writeHead(200, sent);
     res.end(kept.body);
-    deps.metrics.cachedReads.inc({ route: GRAPHQL_PATH });
+    deps.metrics.cachedReads.hit(GRAPHQL_PATH);
     recordRequest(deps, deps.logger, {
       method: 'POST',
       url: GRAPHQL_PATH,

@@ -9,6 +9,7 @@ export default tseslint.config(
       'clients/typescript/dist/**',
       'clients/typescript/src/generated/**',
       'clients/typescript/test/fixtures/**',
+      'clients/typescript/.probe-*/**',
       'node_modules/**',
       '.data/**',
       '.ci/**',

@@ -2,11 +2,14 @@
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The client package is a workspace of the lockfile; print-schema (compiled with src) imports its generator.
+COPY clients/typescript/package.json clients/typescript/
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src src
 COPY workers workers
 COPY schema schema
+COPY clients/typescript/scripts clients/typescript/scripts
 RUN npm run build && npm prune --omit=dev
 
 FROM node:22-bookworm-slim

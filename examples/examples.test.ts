@@ -3,11 +3,9 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
-import { commitPost } from '../src/app/write-path/create-post.js';
-import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { replaceSignedPayment } from '../test/support/chain-tampering.js';
+import { shortChangedPost } from '../test/support/chain-tampering.js';
 import { reconcileUntilQuiet } from '../test/support/reconcile-rounds.js';
 import { openServiceHarness, type Member, type ServiceHarness } from '../test/support/service-harness.js';
 import { paymentsSettled } from '../test/support/settled.js';
@@ -121,16 +119,7 @@ describe('examples', () => {
     const payer = await h.member('ex_payer', 5_000_000n);
     expect((await h.call(payer, 'POST', '/posts', { type: 'post', content: 'matched' })).status).toBe(201);
     // One payment whose chain transfer differs from its ledger legs: an amount_mismatch exception.
-    const tampered = await commitPost(app, payer.account.id, { type: 'post', content: 'short-changed' });
-    await replaceSignedPayment(app, h.platform, tampered.chainTransactionId, payer.account, [
-      { owner: h.platform.signers.treasury.publicKey, amountMicro: 600_000n },
-    ]);
-    expect(await settlePayment(app, tampered.chainTransactionId)).toBe('confirmed');
-    const { signature } = await app.db
-      .selectFrom('chain_transactions')
-      .select('signature')
-      .where('id', '=', tampered.chainTransactionId)
-      .executeTakeFirstOrThrow();
+    const { signature } = await shortChangedPost(app, h.platform, payer.account);
 
     // Every payment of the day finalized, then reconciled and shipped: the report stands still.
     await paymentsSettled(app.db);

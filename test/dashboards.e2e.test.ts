@@ -5,12 +5,10 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
-import { commitPost } from '../src/app/write-path/create-post.js';
-import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { EVENT_TYPES } from '../src/domain/events/event-types.js';
-import { replaceSignedPayment } from './support/chain-tampering.js';
+import { shortChangedPost } from './support/chain-tampering.js';
 import { testChromium } from './support/chromium.js';
 import { depositNative } from './support/deposit.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
@@ -444,19 +442,7 @@ describe('dashboards in Chromium', () => {
       const financeAccount = await createAccount(app, { handle: 'e2e_finance', role: 'finance' });
       const financeKey = (await createApiKey(app.apiKeys, financeAccount.id)).key;
       const payer = await h.member('e2e_payer', 5_000_000n);
-      const tampered = await commitPost(app, payer.account.id, {
-        type: 'post',
-        content: 'short-changed',
-      });
-      await replaceSignedPayment(app, h.platform, tampered.chainTransactionId, payer.account, [
-        { owner: h.platform.signers.treasury.publicKey, amountMicro: 600_000n },
-      ]);
-      expect(await settlePayment(app, tampered.chainTransactionId)).toBe('confirmed');
-      const { signature } = await app.db
-        .selectFrom('chain_transactions')
-        .select('signature')
-        .where('id', '=', tampered.chainTransactionId)
-        .executeTakeFirstOrThrow();
+      const { signature } = await shortChangedPost(app, h.platform, payer.account);
       await settleShipReconcile();
 
       // A creator's key does not open the finance views.

@@ -6,7 +6,7 @@ import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { drainOnChain, replaceSignedPayment } from './support/chain-tampering.js';
+import { drainOnChain, shortChangedPost } from './support/chain-tampering.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { reconcileUntilQuiet } from './support/reconcile-rounds.js';
 import { until } from './support/until.js';
@@ -285,21 +285,8 @@ describe('failures and reconciliation exceptions', () => {
     await app.rpc.sendTransaction(wire, { skipPreflight: true, preflightCommitment: 'confirmed' });
     expect(await settlePayment(app, doomed.chainTransactionId)).toBe('failed');
     // Erin's payment says $1 in the ledger and moves $0.60 on chain (a signing bug, say).
-    const shortChanged = await commitPost(app, erin.account.id, {
-      type: 'post',
-      content: 'short-changed',
-    });
-    await replaceSignedPayment(app, h.platform, shortChanged.chainTransactionId, erin.account, [
-      { owner: h.platform.signers.treasury.publicKey, amountMicro: 600_000n },
-    ]);
-    expect(await settlePayment(app, shortChanged.chainTransactionId)).toBe('confirmed');
-    const shortSignature = (
-      await app.db
-        .selectFrom('chain_transactions')
-        .select('signature')
-        .where('id', '=', shortChanged.chainTransactionId)
-        .executeTakeFirstOrThrow()
-    ).signature;
+    const shortChanged = await shortChangedPost(app, h.platform, erin.account);
+    const shortSignature = shortChanged.signature;
 
     const daves = await logUntil(dave, 'payment.failed', (e) => ofType(e, 'payment.failed').length > 0);
     expect(ofType(daves, 'payment.failed').map((e) => e.data)).toEqual([

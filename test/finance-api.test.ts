@@ -2,12 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
-import { commitPost } from '../src/app/write-path/create-post.js';
-import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import type { Scope } from '../src/domain/auth/api-key.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { replaceSignedPayment } from './support/chain-tampering.js';
+import { shortChangedPost } from './support/chain-tampering.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
 
@@ -45,18 +43,7 @@ beforeAll(async () => {
   expect((await h.call(fan, 'POST', `/posts/${postId}/like`)).status).toBe(200);
 
   // One payment whose on-chain amount differs from its ledger legs (a signing bug, say).
-  const tampered = await commitPost(app, fan.account.id, { type: 'post', content: 'short-changed' });
-  await replaceSignedPayment(app, h.platform, tampered.chainTransactionId, fan.account, [
-    { owner: h.platform.signers.treasury.publicKey, amountMicro: 600_000n },
-  ]);
-  expect(await settlePayment(app, tampered.chainTransactionId)).toBe('confirmed');
-  tamperedSignature = (
-    await app.db
-      .selectFrom('chain_transactions')
-      .select('signature')
-      .where('id', '=', tampered.chainTransactionId)
-      .executeTakeFirstOrThrow()
-  ).signature;
+  tamperedSignature = (await shortChangedPost(app, h.platform, fan.account)).signature;
 
   await paymentsSettled(app.db);
   await reconcileRound(app, { missingAfterMs: 600_000, limit: 1_000 });

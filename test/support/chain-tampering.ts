@@ -9,6 +9,8 @@ import type { App } from '../../src/app/wiring.js';
 import type { PublicKey } from '@solana/web3.js';
 import { signUsdcPayment, walletSigner } from '../../src/app/write-path/payment-transaction.js';
 import type { Account } from '../../src/domain/accounts/account.js';
+import { commitPost } from '../../src/app/write-path/create-post.js';
+import { settlePayment } from '../../src/app/write-path/settle-payment.js';
 
 /**
  * Moves USDC out of a custodial wallet to the treasury without the ledger knowing, through a real
@@ -63,4 +65,27 @@ export async function replaceSignedPayment(
     })
     .where('id', '=', chainTransactionId)
     .execute();
+}
+
+/**
+ * A paid post whose payment says $1 in the ledger and moves $0.60 to the treasury on chain (a
+ * signing bug, say), settled at confirmed: the reconciler judges it `amount_mismatch`.
+ */
+export async function shortChangedPost(
+  app: App,
+  platform: PlatformChain,
+  payer: Account,
+): Promise<{ chainTransactionId: string; signature: string }> {
+  const { chainTransactionId } = await commitPost(app, payer.id, { type: 'post', content: 'short-changed' });
+  await replaceSignedPayment(app, platform, chainTransactionId, payer, [
+    { owner: platform.signers.treasury.publicKey, amountMicro: 600_000n },
+  ]);
+  const settled = await settlePayment(app, chainTransactionId);
+  if (settled !== 'confirmed') throw new Error(`the short-changed payment settled ${settled}, not confirmed`);
+  const { signature } = await app.db
+    .selectFrom('chain_transactions')
+    .select('signature')
+    .where('id', '=', chainTransactionId)
+    .executeTakeFirstOrThrow();
+  return { chainTransactionId, signature };
 }

@@ -81,7 +81,7 @@ export function createTransport(options: {
               { cause },
             );
           }
-          await sleep(retry.backoffMs * 2 ** attempt);
+          await pause(retry.backoffMs * 2 ** attempt, request);
           continue;
         }
         const retryable = response.status === 429 || (response.status === 503 && resend.safe);
@@ -89,10 +89,29 @@ export function createTransport(options: {
         const waitSec = retryAfterSeconds(response.headers);
         if (waitSec !== undefined && waitSec > retry.maxRetryAfterSec) return response;
         await response.body?.cancel();
-        await sleep(waitSec !== undefined ? waitSec * 1000 : retry.backoffMs * 2 ** attempt);
+        await pause(waitSec !== undefined ? waitSec * 1000 : retry.backoffMs * 2 ** attempt, request);
       }
     },
   };
+}
+
+/** Waits before a retry; the caller's abort ends the wait, and the call. */
+async function pause(ms: number, request: Request): Promise<void> {
+  try {
+    await sleep(ms, undefined, { signal: request.signal });
+  } catch (cause) {
+    const path = new URL(request.url).pathname;
+    throw new LedgerfeedError(
+      0,
+      'aborted',
+      `${request.method} ${path}: aborted by the caller`,
+      {},
+      undefined,
+      {
+        cause,
+      },
+    );
+  }
 }
 
 function describe(cause: unknown): string {

@@ -209,6 +209,25 @@ describe('paid writes', () => {
     expect(before.availableMicro - after.availableMicro).toBe(1_000_000n);
   });
 
+  test('an abort during the Retry-After wait ends the call at once, and nothing is paid', async () => {
+    const who = await h.member('sdk_abort', 5_000_000n);
+    const backdated = createRateLimiter(h.env.app.redis, {
+      prefix: h.env.app.config.REDIS_PREFIX,
+      multiplier: 100,
+      now: () => Date.now() - 50_000,
+    });
+    expect(await backdated.consume('post', who.account.id, 1_000)).toMatchObject({ allowed: true });
+    const before = await paidSoFar(who);
+    const started = Date.now();
+    const failure = await clientOf(who)
+      .createPost({ type: 'post', content: 'never sent' }, { signal: AbortSignal.timeout(300) })
+      .catch((error: unknown) => error);
+    expect(failure).toMatchObject({ status: 0, error: 'aborted' });
+    // Well before the ~10 s Retry-After.
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(await paidSoFar(who)).toEqual(before);
+  });
+
   test('a refusal is one LedgerfeedError with the answer’s error, message and status', async () => {
     const poor = await h.member('sdk_poor', 0n);
     const failure = await clientOf(poor)

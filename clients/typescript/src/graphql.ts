@@ -1,5 +1,13 @@
 import { initGraphQLTada } from 'gql.tada';
-import { Kind, OperationTypeNode, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import {
+  Kind,
+  OperationTypeNode,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
 import type { introspection } from './generated/graphql-env.js';
 import { PAID_MUTATIONS } from './generated/paid-operations.js';
 
@@ -37,15 +45,27 @@ export function resendOf(
   if (!operation || operation.operation === OperationTypeNode.QUERY)
     return { idempotencyKey: false, safe: true };
   if (operation.operation === OperationTypeNode.SUBSCRIPTION) return { idempotencyKey: false, safe: false };
-  const paid = operation.selectionSet.selections.filter(
-    (selection) => selection.kind === Kind.FIELD && PAID_MUTATIONS.includes(selection.name.value),
-  );
+  const paid = paidFields(operation.selectionSet, document);
   if (paid.length === 1) return { idempotencyKey: true, safe: true };
-  const keyed = paid.every(
-    (field) =>
-      field.kind === Kind.FIELD && field.arguments?.some((arg) => arg.name.value === 'idempotencyKey'),
-  );
+  const keyed = paid.every((field) => field.arguments?.some((arg) => arg.name.value === 'idempotencyKey'));
   // Several paid fields, each keyed: safe. None: an unpaid mutation (a like, a follow) is not
   // sent again after a lost answer, since nothing makes its second run a no-op.
   return { idempotencyKey: false, safe: paid.length > 1 && keyed };
+}
+
+/**
+ * The paid fields at the root of an operation, as the server counts them (aliases, inline
+ * fragments and fragment spreads included): its header rule is "one paid mutation".
+ */
+function paidFields(selectionSet: SelectionSetNode, document: DocumentNode): FieldNode[] {
+  return selectionSet.selections.flatMap((selection): FieldNode[] => {
+    if (selection.kind === Kind.FIELD)
+      return PAID_MUTATIONS.includes(selection.name.value) ? [selection] : [];
+    if (selection.kind === Kind.INLINE_FRAGMENT) return paidFields(selection.selectionSet, document);
+    const fragment = document.definitions.find(
+      (definition): definition is FragmentDefinitionNode =>
+        definition.kind === Kind.FRAGMENT_DEFINITION && definition.name.value === selection.name.value,
+    );
+    return fragment ? paidFields(fragment.selectionSet, document) : [];
+  });
 }

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { TadaDocumentNode } from 'gql.tada';
 import { print } from 'graphql';
 import createFetchClient, { type Client } from 'openapi-fetch';
-import { LedgerfeedError } from './errors.js';
+import { LedgerfeedError, retryAfterSeconds } from './errors.js';
 import type { paths } from './generated/openapi.js';
 import { graphql, resendOf } from './graphql.js';
 import { connectionPage, eachItem } from './pages.js';
@@ -96,7 +96,7 @@ const RECONCILIATION_EXCEPTIONS = graphql(`
 
 /**
  * A client of one Ledgerfeed service. `rest` is the generated, typed REST client (openapi-fetch,
- * one method per HTTP verb: `rest.GET('/api/v1/feed', { params: { query: { limit: 20 } } })`);
+ * one method per HTTP verb: `rest.GET('/api/v1/feed', { params: { query: { limit: '20' } } })`);
  * `graphql` sends a document typed by `graphql()`. Both share what the generators cannot know:
  * the API key, an Idempotency-Key on every paid write reused on each retry, retries on 429 after
  * `Retry-After` (and on network errors and 503 where a resend is safe), and errors thrown as a
@@ -156,7 +156,13 @@ export function createLedgerfeedClient(options: ClientOptions) {
     const first = answer.errors?.[0];
     if (first) {
       const code = typeof first.extensions?.code === 'string' ? first.extensions.code : 'graphql_error';
-      throw new LedgerfeedError(response.status, code, first.message, first.extensions ?? {});
+      throw new LedgerfeedError(
+        response.status,
+        code,
+        first.message,
+        first.extensions ?? {},
+        retryAfterSeconds(response.headers),
+      );
     }
     if (!response.ok || answer.data == null) {
       throw new LedgerfeedError(response.status, `http_${response.status}`, 'no data in the GraphQL answer');

@@ -228,6 +228,32 @@ describe('paid writes', () => {
     expect(await paidSoFar(who)).toEqual(before);
   });
 
+  test('a GraphQL paid field over its rate limit is thrown with its Retry-After seconds', async () => {
+    const who = await h.member('sdk_long_wait', 5_000_000n);
+    const backdated = createRateLimiter(h.env.app.redis, {
+      prefix: h.env.app.config.REDIS_PREFIX,
+      multiplier: 100,
+      now: () => Date.now() - 30_000,
+    });
+    expect(await backdated.consume('post', who.account.id, 1_000)).toMatchObject({ allowed: true });
+    const failure = await clientOf(who)
+      .graphql(
+        graphql(`
+          mutation {
+            createPost(input: { type: POST, content: "later" }) {
+              id
+            }
+          }
+        `),
+        {},
+      )
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(LedgerfeedError);
+    // A paid field over its bucket is refused inside the operation: HTTP 200, RATE_LIMITED, Retry-After.
+    expect(failure).toMatchObject({ status: 200, error: 'RATE_LIMITED' });
+    expect((failure as LedgerfeedError).retryAfterSec).toBeGreaterThan(20);
+  });
+
   test('a refusal is one LedgerfeedError with the answer’s error, message and status', async () => {
     const poor = await h.member('sdk_poor', 0n);
     const failure = await clientOf(poor)

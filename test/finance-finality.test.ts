@@ -5,12 +5,13 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { PlatformChain } from '../src/adapters/solana/index.js';
 import { buildServer } from '../src/api/server.js';
-import { reconciliationExceptions } from '../src/app/analytics/analytics-reads.js';
+import { EXCEPTION_CURSOR_SCOPE, reconciliationExceptions } from '../src/app/analytics/analytics-reads.js';
 import { commitPost } from '../src/app/write-path/create-post.js';
 import { followFinality } from '../src/app/write-path/finality-follow.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { encodeSignedCursor } from '../src/domain/pagination/signed-cursor.js';
 import { fundedAccount } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 import { missingVerdict } from './support/verdict-rows.js';
@@ -245,7 +246,9 @@ describe('not_finalized', () => {
   });
 
   test('a crafted outbox cursor is refused like any other', async () => {
-    const cursor = (position: unknown[]) => Buffer.from(JSON.stringify(position)).toString('base64url');
+    // Signed with the deployment's secret (it may be a public default): the values are checked too.
+    const cursor = (position: unknown[]) =>
+      encodeSignedCursor(env.app.cursorSecret, EXCEPTION_CURSOR_SCOPE, position);
     const movementId = randomUUID();
     for (const position of [
       ['2026-11-24', movementId, 'sig', 'something_else'],

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { buildServer } from '../src/api/server.js';
+import { EXCEPTION_CURSOR_SCOPE } from '../src/app/analytics/analytics-reads.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { encodeSignedCursor } from '../src/domain/pagination/signed-cursor.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 import { missingVerdict } from './support/verdict-rows.js';
 
@@ -105,7 +107,12 @@ describe('reconciliation cursors (GraphQL, finance role)', () => {
     ['2026-13-45', '00000000-0000-4000-8000-000000000000', 'sig'],
     ['2026-02-30', '00000000-0000-4000-8000-000000000000', 'sig'],
   ])('a crafted after [%s, %s] is BAD_USER_INPUT naming after', async (day, movementId, signature) => {
-    const after = Buffer.from(JSON.stringify([day, movementId, signature])).toString('base64url');
+    // Signed with the deployment's secret (it may be a public default): the values are checked too.
+    const after = encodeSignedCursor(env.app.cursorSecret, EXCEPTION_CURSOR_SCOPE, [
+      day,
+      movementId,
+      signature,
+    ]);
     const body = await financeGql(EXCEPTIONS, { after });
     expect(body.errors).toEqual([
       expect.objectContaining({

@@ -32,7 +32,7 @@ export async function reportCommand(args: string[]): Promise<number> {
       const page = await reconciliationExceptions(ctx, { day, first: PAGE, after });
       exceptions.push(...page.rows);
       if (!page.hasMore) break;
-      after = cursorOf(page.rows[page.rows.length - 1]!);
+      after = cursorOf(ctx, page.rows[page.rows.length - 1]!);
     }
 
     const ledger = summary?.ledgerTotalMicro ?? 0n;

@@ -11,6 +11,7 @@ import {
   type ReconciliationStatus,
 } from '../../domain/reconciliation/reconciliation.js';
 import { AppError } from '../../domain/errors.js';
+import { decodeSignedCursor, encodeSignedCursor } from '../../domain/pagination/signed-cursor.js';
 
 /**
  * What finance and creators read from ClickHouse: daily reconciliation totals, the exception list,
@@ -54,6 +55,8 @@ export interface DaySummary {
 export interface FinanceReadDeps {
   clickhouse: ClickHouse;
   db: Db;
+  /** HMAC key of the exception list's cursors. */
+  cursorSecret: string;
 }
 
 export interface ReconciliationRow {
@@ -188,7 +191,7 @@ export async function reconciliationExceptions(
     after?: string | undefined;
   },
 ): Promise<{ rows: ReconciliationRow[]; hasMore: boolean }> {
-  const after = options.after ? decodeCursor(options.after) : undefined;
+  const after = options.after ? decodeCursor(deps.cursorSecret, options.after) : undefined;
   const wantsRecorded = options.status !== 'not_finalized';
   const wantsOutbox =
     !options.includeMatched && (options.status === undefined || options.status === 'not_finalized');
@@ -269,14 +272,18 @@ function notFinalizedRow(row: UnfinalizedPaymentRow): ReconciliationRow {
   };
 }
 
+/** Signed into every exception cursor, so no other list's cursor pages this one. */
+export const EXCEPTION_CURSOR_SCOPE = 'finance:reconciliation-exceptions';
+
 /**
- * A row's position: [day, movement id, signature], and a fourth element `not_finalized` for an
- * outbox row (the cursors given out before outbox rows were listed stay valid).
+ * A row's position, signed (src/domain/pagination/signed-cursor.ts) like every other cursor:
+ * [day, movement id, signature], and a fourth element `not_finalized` for an outbox row. Before,
+ * the position was plain base64url JSON that anyone could write; such cursors are refused now.
  */
-export function cursorOf(row: ReconciliationRow): string {
+export function cursorOf(deps: { cursorSecret: string }, row: ReconciliationRow): string {
   const position = [row.day, row.movementId, row.signature];
   if (row.status === 'not_finalized') position.push('not_finalized');
-  return Buffer.from(JSON.stringify(position)).toString('base64url');
+  return encodeSignedCursor(deps.cursorSecret, EXCEPTION_CURSOR_SCOPE, position);
 }
 
 interface Cursor {
@@ -298,26 +305,29 @@ function isCalendarDay(day: string): boolean {
   return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === day;
 }
 
-function decodeCursor(cursor: string): Cursor {
+/** The position `cursor` holds: its MAC first, then every value (the secret may be a public default). */
+function decodeCursor(secret: string, cursor: string): Cursor {
+  const notOurs = () =>
+    new AppError('invalid_request', 'after is not a cursor this API gave out', { field: 'after' });
+  let values: unknown[];
   try {
-    const [day, movementId, signature, source, ...rest] = JSON.parse(
-      Buffer.from(cursor, 'base64url').toString(),
-    ) as unknown[];
-    if (
-      typeof day === 'string' &&
-      isCalendarDay(day) &&
-      typeof movementId === 'string' &&
-      UUID.test(movementId) &&
-      typeof signature === 'string' &&
-      (source === undefined || source === 'not_finalized') &&
-      rest.length === 0
-    ) {
-      return { day, movementId, signature, notFinalized: source === 'not_finalized' };
-    }
+    values = decodeSignedCursor(secret, EXCEPTION_CURSOR_SCOPE, cursor, 'after');
   } catch {
-    // fall through
+    throw notOurs();
   }
-  throw new AppError('invalid_request', 'after is not a cursor this API gave out', { field: 'after' });
+  const [day, movementId, signature, source, ...rest] = values;
+  if (
+    typeof day === 'string' &&
+    isCalendarDay(day) &&
+    typeof movementId === 'string' &&
+    UUID.test(movementId) &&
+    typeof signature === 'string' &&
+    (source === undefined || source === 'not_finalized') &&
+    rest.length === 0
+  ) {
+    return { day, movementId, signature, notFinalized: source === 'not_finalized' };
+  }
+  throw notOurs();
 }
 
 export async function chainTransaction(

@@ -194,12 +194,12 @@ builder.queryFields((t) => ({
           ...(args.after ? { after: args.after } : {}),
         });
         return {
-          edges: page.rows.map((row) => ({ node: row, cursor: cursorOf(row) })),
+          edges: page.rows.map((row) => ({ node: row, cursor: cursorOf(ctx.deps, row) })),
           pageInfo: {
             hasNextPage: page.hasMore,
             hasPreviousPage: false,
-            startCursor: page.rows[0] ? cursorOf(page.rows[0]) : null,
-            endCursor: page.rows.at(-1) ? cursorOf(page.rows.at(-1)!) : null,
+            startCursor: page.rows[0] ? cursorOf(ctx.deps, page.rows[0]) : null,
+            endCursor: page.rows.at(-1) ? cursorOf(ctx.deps, page.rows.at(-1)!) : null,
           },
         };
       },

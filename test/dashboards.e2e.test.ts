@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
@@ -431,6 +431,125 @@ describe('dashboards in Chromium', () => {
       expect(overflow).toBeLessThanOrEqual(0);
       await shoot('creator-swap-phone');
       await page.setViewportSize({ width: 1280, height: 900 });
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'creator dashboard: a double click, two submits at once and a retry after a lost answer each swap once (one idempotency key per swap); the row turns confirmed without Refresh',
+    async () => {
+      expect(creator, 'the portal test signs the creator up').toBeDefined();
+      const app = h.env.app;
+      await depositNative(app, h.platform, creator.account, 100n * TOKEN);
+      const swapCount = async () =>
+        Number(
+          (
+            await app.db
+              .selectFrom('swaps')
+              .select((eb) => eb.fn.countAll<string>().as('n'))
+              .where('account_id', '=', creator.account.id)
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      let swaps = await swapCount();
+      await page.goto(`${h.base}/dashboard/creator`);
+      await textBecomes('#native-balance', '150.25');
+      /** The variables of every swapToUsdc the page sends. */
+      const sent: Array<{ amount: string; key?: string }> = [];
+      const answers: Array<Promise<unknown>> = [];
+      const onRequest = (request: Request) => {
+        const body = request.postData();
+        if (!body?.includes('swapToUsdc')) return;
+        sent.push((JSON.parse(body) as { variables: never }).variables);
+        answers.push(request.response().catch(() => null));
+      };
+      page.on('request', onRequest);
+      const ready = async (amount: string) => {
+        sent.length = 0;
+        answers.length = 0;
+        await page.fill('#swap-amount', amount);
+        await page.waitForSelector(
+          `#swap-quote[data-state="ready"] dl[data-amount-tokens="${BigInt(amount) * TOKEN}"]`,
+        );
+      };
+      /** Every request of this swap carried one key, and no earlier swap's. */
+      const keys: string[] = [];
+      const oneKey = () => {
+        const used = [...new Set(sent.map((variables) => variables.key))];
+        expect(used).toHaveLength(1);
+        expect(used[0]).toMatch(/^[\x21-\x7e]{1,255}$/);
+        expect(keys).not.toContain(used[0]);
+        keys.push(used[0]!);
+      };
+
+      try {
+        // A double click: one swap.
+        await ready('10');
+        await page.dblclick('#swap-submit');
+        await page.waitForSelector('#swap-result[data-state="success"]');
+        const swapTx = (await page.getAttribute('#swap-result', 'data-swap-tx'))!;
+        await Promise.all(answers);
+        expect(await swapCount()).toBe(++swaps);
+        oneKey();
+
+        // Its row leaves `pending` on its own: no click on Refresh, no reload.
+        const state = page.locator(`#tx-table tr:has(a[href*="/tx/${swapTx}?"]) .tx-state`);
+        await state.waitFor();
+        await page.waitForSelector(
+          `#tx-table tr:has(a[href*="/tx/${swapTx}?"]) .tx-state:is([data-status="confirmed"], [data-status="finalized"])`,
+          { timeout: 30_000 },
+        );
+        await expect(state.textContent()).resolves.toMatch(/^(confirmed|finalized)$/);
+        await shoot('creator-swap-row-confirmed');
+
+        // Two submits in one task (the button cannot stop the second): the same key twice, one swap.
+        await ready('10');
+        await page.evaluate(() => {
+          const form = document.getElementById('swap-form') as HTMLFormElement;
+          form.requestSubmit();
+          form.requestSubmit();
+        });
+        await page.waitForSelector('#swap-result[data-state="success"]');
+        await until(
+          'both submits sent',
+          () => Promise.resolve(sent.length),
+          (n) => n >= 2,
+          10_000,
+        );
+        await Promise.all(answers);
+        expect(await swapCount()).toBe(++swaps);
+        expect(sent).toHaveLength(2);
+        oneKey();
+
+        // The answer is lost after the server swapped; Swap again sends the same key: still one swap.
+        await ready('10');
+        let cut = false;
+        const errorsBefore = consoleErrors.length;
+        await page.route('**/graphql', async (route) => {
+          if (cut || !route.request().postData()?.includes('swapToUsdc')) return route.continue();
+          cut = true;
+          await route.fetch();
+          await route.abort('connectionreset');
+        });
+        await page.click('#swap-submit');
+        await page.waitForSelector('#swap-result[data-state="error"][data-code="network"]');
+        await page.unroute('**/graphql');
+        expect(await swapCount()).toBe(++swaps);
+        await page.click('#swap-submit');
+        await page.waitForSelector('#swap-result[data-state="success"]');
+        expect(await swapCount()).toBe(swaps);
+        expect(sent).toHaveLength(2);
+        oneKey();
+
+        await textBecomes('#native-balance', '120.25');
+        // Chromium logs the cut answer as a failed load; nothing else may be logged.
+        expect(consoleErrors.splice(errorsBefore)).toEqual([
+          'Failed to load resource: net::ERR_CONNECTION_RESET',
+        ]);
+      } finally {
+        page.off('request', onRequest);
+        await page.unroute('**/graphql');
+      }
     },
     TIMEOUT,
   );

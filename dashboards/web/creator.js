@@ -104,9 +104,10 @@ async function render() {
       swapForm({
         available: () => nativeAvailable,
         explorerLink,
-        onSwapped: async () => {
+        onSwapped: async (swap) => {
           await Promise.all([loadSummary(), loadTransactions(txBox)]);
-          void settleHeldCredit(); // In the background: the form is usable again at once.
+          // In the background: the form is usable again at once.
+          if (swap) void followSwap(swap.swapTx);
         },
       }),
     ]),
@@ -136,12 +137,7 @@ async function render() {
 async function loadSummary() {
   try {
     const { viewer } = await gql(`{ viewer { ${SUMMARY_FIELDS} } }`);
-    nativeAvailable = BigInt(viewer.nativeTokens);
-    document.getElementById('balance').textContent = usd(viewer.earnedUsdc);
-    document.getElementById('pending').textContent = usd(viewer.pendingUsdc);
-    document.getElementById('total-earned').textContent = usd(viewer.totalEarned);
-    document.getElementById('total-spent').textContent = usd(viewer.totalSpent);
-    document.getElementById('native-balance').textContent = tokens(viewer.nativeTokens);
+    showSummary(viewer);
     return viewer;
   } catch {
     // The cards keep their last values; the sections below show the error.
@@ -149,16 +145,63 @@ async function loadSummary() {
   }
 }
 
+function showSummary(viewer) {
+  nativeAvailable = BigInt(viewer.nativeTokens);
+  document.getElementById('balance').textContent = usd(viewer.earnedUsdc);
+  document.getElementById('pending').textContent = usd(viewer.pendingUsdc);
+  document.getElementById('total-earned').textContent = usd(viewer.totalEarned);
+  document.getElementById('total-spent').textContent = usd(viewer.totalSpent);
+  document.getElementById('native-balance').textContent = tokens(viewer.nativeTokens);
+}
+
+/** States a transaction does not leave. */
+const FINAL_STATES = new Set(['FINALIZED', 'FAILED']);
+/** How long the page follows a swap on its own: seconds of 1 s re-reads, then of 3 s ones. */
+const FOLLOW_FAST_MS = 20_000;
+const FOLLOW_MAX_MS = 60_000;
+/** The swaps being followed (a double submit answers the same swap twice: follow it once). */
+const followed = new Set();
+
 /**
- * A swap's USDC is held as pending until its transaction confirms (seconds). Re-read the cards a
- * few times so the balance moves on its own instead of waiting for a click on Refresh.
+ * A swap's USDC is held as pending until its transaction confirms (seconds), and its row in the
+ * transactions shows that transaction's state. Re-read both with one query a tick (GraphQL
+ * `payment(swapTx)` beside the cards) so the balance and the row's badge move on their own, without
+ * a click on Refresh: each second for 20 s, then every 3 s until the transaction is final, for at
+ * most a minute (about 35 reads, of the 60 a minute the read budget allows).
  */
-async function settleHeldCredit() {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const viewer = await loadSummary();
-    if (!viewer || viewer.pendingUsdc === '0') return;
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+async function followSwap(swapTx) {
+  if (followed.has(swapTx)) return;
+  followed.add(swapTx);
+  const started = Date.now();
+  try {
+    for (;;) {
+      let data = null;
+      try {
+        data = await gql(
+          `query ($tx: String!) { viewer { ${SUMMARY_FIELDS} } payment(swapTx: $tx) { id status } }`,
+          { tx: swapTx },
+        );
+      } catch {
+        // A failed read changes nothing on the page; the next tick tries again.
+      }
+      if (data) {
+        showSummary(data.viewer);
+        if (data.payment) showTransactionState(data.payment.id, data.payment.status);
+        if (data.payment && FINAL_STATES.has(data.payment.status)) return;
+      }
+      const elapsed = Date.now() - started;
+      if (elapsed >= FOLLOW_MAX_MS) return;
+      await new Promise((resolve) => setTimeout(resolve, elapsed < FOLLOW_FAST_MS ? 1_000 : 3_000));
+    }
+  } finally {
+    followed.delete(swapTx);
   }
+}
+
+/** Redraws the state badge of the transaction row `id`, when the list shows it. */
+function showTransactionState(id, status) {
+  const badge = document.querySelector(`#tx-table tr[data-id="${CSS.escape(id)}"] .tx-state`);
+  if (badge && badge.dataset.status !== status.toLowerCase()) badge.replaceWith(stateBadge(status));
 }
 
 async function loadEarnings(chartBox, tableBox) {

@@ -8,10 +8,28 @@ import { el, messageOf } from './lib/ui.js';
  * minAmountUsdc taken from the quote on screen minus the slippage allowed, so the server refuses
  * (SLIPPAGE_EXCEEDED, nothing moved) rather than filling at a price the person never saw.
  * Amounts stay BigInt base units from the keyboard to the request.
+ *
+ * Each swap the person means to make carries one idempotencyKey, made when the filled form is first
+ * submitted: a double submit, or Swap pressed again after an answer that never arrived, sends the
+ * same request with the same key, and the server answers the first swap again instead of swapping
+ * twice. The button is disabled while a swap is in flight too, but the key is what guarantees it
+ * (two submits in one task, a lost answer, a second tab's retry of a key it was given).
  */
 
 const QUOTE_DEBOUNCE_MS = 300;
 const DEFAULT_SLIPPAGE = '1';
+/**
+ * Refusals after which nothing moved and the next press is a new swap (with a fresh quote or
+ * amount), so its key is dropped. Any other failure (no answer, a 5xx, CONFLICT while the first is
+ * still running) may have swapped: the key is kept and Swap sends the same request again.
+ */
+const REFUSED_NOTHING_MOVED = new Set(['SLIPPAGE_EXCEEDED', 'INSUFFICIENT_FUNDS', 'IDEMPOTENCY_KEY_REUSED']);
+
+/** 128 random bits as hex. getRandomValues, not randomUUID: the page may be served over plain HTTP. */
+function newIdempotencyKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `swap-${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+}
 
 /**
  * `available()` is the native balance the page last read (base units, BigInt or null);
@@ -43,6 +61,13 @@ export function swapForm({ available, explorerLink, onSwapped }) {
   let shown = null;
   let sequence = 0;
   let timer;
+  /**
+   * The swap being made: { units, bps, key, request } where `request` resolves to the exact
+   * mutation variables (amount, minimum, key) or null when no quote could be had. Kept until the
+   * swap answers or is refused with nothing moved, or the amount or slippage is edited; a submit
+   * of the same amount and slippage meanwhile sends the same variables again.
+   */
+  let intent = null;
 
   const form = el('form', { id: 'swap-form', novalidate: true, 'aria-describedby': 'swap-help' }, [
     el('p', { id: 'swap-help', class: 'muted' }, [
@@ -153,6 +178,7 @@ export function swapForm({ available, explorerLink, onSwapped }) {
   function onAmountInput() {
     clearTimeout(timer);
     shown = null;
+    intent = null; // Another amount is another swap.
     sequence++; // An answer still on its way is for an older amount.
     const units = typedUnits();
     if (units === null) return;
@@ -162,6 +188,7 @@ export function swapForm({ available, explorerLink, onSwapped }) {
 
   amount.addEventListener('input', onAmountInput);
   slippage.addEventListener('input', () => {
+    intent = null; // Another minimum is another request.
     if (shown) renderQuote(shown.units, shown.quote);
   });
   maxButton.addEventListener('click', () => {
@@ -208,19 +235,27 @@ export function swapForm({ available, explorerLink, onSwapped }) {
     }
     submit.disabled = true;
     showResult('loading', 'Swapping…');
+    if (!intent || intent.units !== units || intent.bps !== bps) {
+      intent = { units, bps, key: newIdempotencyKey() };
+      intent.request = requestFor(units, bps, intent.key);
+    }
+    const mine = intent;
+    const forget = () => {
+      if (intent === mine) intent = null;
+    };
     try {
-      // The bound comes from the quote the person is looking at; without one, quote first.
-      const quote = shown && shown.units === units ? shown.quote : await fetchQuote(units);
-      if (!quote) {
+      const variables = await mine.request;
+      if (!variables) {
+        forget();
         showResult('error', 'No quote for this amount; see above.', 'BAD_USER_INPUT');
         return;
       }
-      const minimum = minimumOf(quote, bps);
       const { swapToUsdc: done } = await gql(
-        `mutation ($amount: String!, $min: String) {
-           swapToUsdc(amountTokens: $amount, minAmountUsdc: $min) { id amountTokens amountUsdcMicro swapTx status } }`,
-        { amount: units.toString(), min: minimum === null ? null : microToDollars(minimum) },
+        `mutation ($amount: String!, $min: String, $key: String!) {
+           swapToUsdc(amountTokens: $amount, minAmountUsdc: $min, idempotencyKey: $key) { id amountTokens amountUsdcMicro swapTx status } }`,
+        variables,
       );
+      forget();
       showResult(
         'success',
         [
@@ -247,6 +282,7 @@ export function swapForm({ available, explorerLink, onSwapped }) {
       typedUnits();
       await onSwapped(done);
     } catch (error) {
+      if (REFUSED_NOTHING_MOVED.has(error.code)) forget();
       showResult('error', swapErrorText(error), error.code);
       // Prices moved or the balance is not what the page thought: show the quote as it is now.
       if (error.code === 'SLIPPAGE_EXCEEDED') void fetchQuote(units);
@@ -255,6 +291,17 @@ export function swapForm({ available, explorerLink, onSwapped }) {
       submit.disabled = false;
     }
   });
+
+  /**
+   * The mutation's variables for a swap of `units` with at most `bps` of slippage: the bound comes
+   * from the quote the person is looking at; without one, quote first. Null when no quote answered.
+   */
+  async function requestFor(units, bps, key) {
+    const quote = shown && shown.units === units ? shown.quote : await fetchQuote(units);
+    if (!quote) return null;
+    const minimum = minimumOf(quote, bps);
+    return { amount: units.toString(), min: minimum === null ? null : microToDollars(minimum), key };
+  }
 
   typedUnits();
   return form;

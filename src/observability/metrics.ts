@@ -29,6 +29,11 @@ export interface Metrics {
   creatorFundPaidTokens: Counter;
   /** What the fund could pay at the last planning (whole tokens). */
   creatorFundAvailableTokens: Gauge;
+  /**
+   * Event-log followers running in this process (`followEvents`: REST GET /events/stream and
+   * GraphQL `events` subscriptions): up when one starts reading, down when it ends, whatever ends it.
+   */
+  eventStreamFollowers: Gauge;
   recordHealth(report: HealthReport): void;
   /**
    * Reports a BullMQ queue's jobs by state as `ledgerfeed_queue_jobs{queue,state}`, counted at
@@ -139,6 +144,11 @@ export function createMetrics(): Metrics {
     help: 'Native tokens the creator fund could pay at its last epoch planning',
     registers: [registry],
   });
+  const eventStreamFollowers = new Gauge({
+    name: 'ledgerfeed_event_stream_followers',
+    help: 'Event-log followers running in this process (REST event streams and GraphQL events subscriptions)',
+    registers: [registry],
+  });
   const watchedQueues = new Map<string, () => Promise<Record<string, number>>>();
   new Gauge({
     name: 'ledgerfeed_queue_jobs',
@@ -165,6 +175,7 @@ export function createMetrics(): Metrics {
     creatorFundUnderfunded,
     creatorFundPaidTokens,
     creatorFundAvailableTokens,
+    eventStreamFollowers,
     shipperLagSeconds,
     shippedRows,
     shipperFailures,

@@ -21,6 +21,13 @@ export const MAX_STREAMS_PER_ACCOUNT = 5;
  * message is lost.
  */
 const RECHECK_EVERY_MS = 2_000;
+/**
+ * A stream whose answer has waited this long for its client to read (its buffer full, no 'drain')
+ * is cut: the client is gone without a word or reads far slower than its events come, and it
+ * would otherwise hold its slot, its connection and what is buffered for good. Checked every
+ * RECHECK_EVERY_MS, so a stuck stream ends within STUCK_STREAM_MS + RECHECK_EVERY_MS.
+ */
+export const STUCK_STREAM_MS = 30_000;
 
 /** What the route answers instead of Yoga's answer to a subscription it refuses. */
 export interface StreamRefusal {
@@ -71,6 +78,8 @@ interface OpenStream {
   /** The key's account and the header it came with; absent for a subscription without a key. */
   owner?: { accountId: string; authorization: string };
   raw?: ServerResponse;
+  /** When a check first found its answer waiting for the client to read (Date.now()); reset by 'drain'. */
+  stuckSince?: number;
   /** What Yoga subscribed, ended by hand when Yoga does not stream it (its 406 leaves it open). */
   events?: AsyncIterator<unknown>;
 }
@@ -148,9 +157,38 @@ export function createLiveStreams(deps: Pick<ApiDeps, 'apiKeys' | 'changes' | 'l
     }
   };
 
+  /** Cuts every stream whose answer has waited STUCK_STREAM_MS for its client to read. */
+  const cutStuck = () => {
+    const now = Date.now();
+    for (const stream of [...open]) {
+      if (!stream.raw?.writableNeedDrain) {
+        stream.stuckSince = undefined;
+        continue;
+      }
+      stream.stuckSince ??= now;
+      if (now - stream.stuckSince >= STUCK_STREAM_MS) {
+        deps.logger.info(
+          { account: stream.owner?.accountId, buffered: stream.raw.writableLength },
+          `live stream cut: its client read nothing for ${STUCK_STREAM_MS / 1000} s`,
+        );
+        cut(stream);
+      }
+    }
+  };
+
+  /** `stream` streams to `raw` from now: freed when it closes, watched for a client that stops reading. */
+  const attach = (stream: OpenStream, raw: ServerResponse) => {
+    stream.raw = raw;
+    raw.once('close', () => free(stream));
+    raw.on('drain', () => {
+      stream.stuckSince = undefined;
+    });
+  };
+
   const watch = () => {
     if (timer) return;
     const run = () => {
+      cutStuck();
       recheck().catch((err: unknown) => deps.logger.warn({ err }, 'live stream recheck failed'));
     };
     timer = setInterval(run, RECHECK_EVERY_MS);
@@ -223,8 +261,7 @@ export function createLiveStreams(deps: Pick<ApiDeps, 'apiKeys' | 'changes' | 'l
           raw.destroy();
           return undefined;
         }
-        decision.raw = raw;
-        raw.once('close', () => free(decision));
+        attach(decision, raw);
         return undefined;
       }
       drop(decision);
@@ -236,10 +273,12 @@ export function createLiveStreams(deps: Pick<ApiDeps, 'apiKeys' | 'changes' | 'l
       if (decision !== undefined && !(decision instanceof AppError)) drop(decision);
     },
     hold: (owner, raw) => {
+      // Its client left during admission: the close already happened and will not come again, so
+      // a slot taken now would be counted for good. The caller finds `raw` destroyed and ends.
+      if (raw.destroyed) return undefined;
       const decision = admitOwner(owner);
       if (decision instanceof AppError) return decision;
-      decision.raw = raw;
-      raw.once('close', () => free(decision));
+      attach(decision, raw);
       return undefined;
     },
     closeAll: () => {

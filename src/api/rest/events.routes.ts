@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { typedRoutes } from './typed-routes.js';
 import type { ApiDeps } from '../../app/api-deps.js';
@@ -72,6 +73,20 @@ const eventStream = {
 /** A comment line now and then keeps proxies from closing a quiet stream. */
 const HEARTBEAT_MS = 15_000;
 
+/** Resolves on the answer's next 'drain', or when `closed` aborts (the connection closed). */
+function drainedOrClosed(raw: ServerResponse, closed: AbortSignal): Promise<void> {
+  if (closed.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done);
+      closed.removeEventListener('abort', done);
+      resolve();
+    };
+    raw.once('drain', done);
+    closed.addEventListener('abort', done, { once: true });
+  });
+}
+
 /**
  * GET /events: the caller's event log, oldest first, paged by cursor; pages never skip or repeat
  * an event while new ones arrive. GET /events/stream: the same log as server-sent events from
@@ -123,15 +138,17 @@ export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps, streams
         (Array.isArray(lastEventId) ? lastEventId[0] : lastEventId) ?? request.query.after,
       );
       const accountId = request.viewer!.accountId;
-      // Counted with the account's GraphQL subscriptions, and cut when its key is revoked.
-      const refused = streams.hold(
-        { accountId, authorization: request.headers.authorization ?? '' },
-        reply.raw,
-      );
-      if (refused) throw refused;
-      const stop = new AbortController();
-      reply.hijack();
       const raw = reply.raw;
+      // Counted with the account's GraphQL subscriptions, and cut when its key is revoked or its
+      // client stops reading. Takes no slot when the client already left.
+      const refused = streams.hold({ accountId, authorization: request.headers.authorization ?? '' }, raw);
+      if (refused) throw refused;
+      reply.hijack();
+      const stop = new AbortController();
+      raw.once('close', () => stop.abort());
+      // A client that reset its connection while its key and rate limit were checked: its 'close'
+      // came before the listener above, so nothing would ever stop a follower started now.
+      if (raw.destroyed) return;
       raw.writeHead(200, {
         'Content-Type': 'text/event-stream; charset=utf-8',
         'Cache-Control': 'no-cache, no-transform',
@@ -139,11 +156,18 @@ export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps, streams
         'X-Accel-Buffering': 'no',
       });
       raw.write(': events of this account; reconnect with Last-Event-ID to resume\n\n');
-      const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
-      raw.on('close', () => stop.abort());
+      // A stream whose client is not reading needs no keep-alive, and must not grow its buffer.
+      const heartbeat = setInterval(() => {
+        if (!raw.writableNeedDrain) raw.write(': keep-alive\n\n');
+      }, HEARTBEAT_MS);
       try {
         for await (const event of followEvents(deps, accountId, after, stop.signal)) {
-          raw.write(`id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+          const frame = `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+          // Backpressure: the next event is read only once the client took this one, so a client
+          // that never reads holds one page of events here, not the whole kept log. One that reads
+          // nothing for STUCK_STREAM_MS is cut (stream slots), which closes `raw` and ends the wait.
+          if (!raw.write(frame)) await drainedOrClosed(raw, stop.signal);
+          if (stop.signal.aborted) break;
         }
       } catch (error) {
         if (!stop.signal.aborted) request.log.warn({ err: error }, 'event stream ended by an error');

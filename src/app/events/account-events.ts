@@ -6,6 +6,7 @@ import { AppError } from '../../domain/errors.js';
 import { parsePageLimit } from '../../domain/pagination/page-limit.js';
 import { EVENT_PAGE_DEFAULT, EVENT_PAGE_MAX, parseEventCursor } from '../../domain/events/event-cursor.js';
 import type { AccountEvent } from '../../domain/events/event-types.js';
+import type { Metrics } from '../../observability/metrics.js';
 
 /*
  * The account event log: what happened to an account's money, posts and follows, in the order
@@ -100,33 +101,42 @@ const FOLLOW_BATCH = 100;
 /**
  * Every event of the account after `after`, then each new one as it is numbered, until `signal`
  * aborts: the resumable stream behind SSE and the GraphQL `events` subscription. It subscribes
- * before its first read, so an event numbered between the two is read, not missed.
+ * before its first read, so an event numbered between the two is read, not missed. Counted in
+ * `ledgerfeed_event_stream_followers` from its first `next()` to its end (a generator never
+ * started runs nothing and is not counted). A signal already aborted reads nothing.
  */
 export async function* followEvents(
-  deps: Pick<EventLogDeps, 'db' | 'liveEvents'>,
+  deps: Pick<EventLogDeps, 'db' | 'liveEvents'> & { metrics: Pick<Metrics, 'eventStreamFollowers'> },
   accountId: string,
   after: bigint,
   signal: AbortSignal,
 ): AsyncGenerator<AccountEvent> {
-  const wakes = deps.liveEvents.subscribe(wakeTopic(accountId));
-  const onAbort = () => void wakes.return?.();
-  signal.addEventListener('abort', onAbort, { once: true });
-  const nextWake = wakeWaiter(wakes);
-  let cursor = after;
+  if (signal.aborted) return;
+  deps.metrics.eventStreamFollowers.inc();
   try {
-    await wakes.ready;
-    while (!signal.aborted) {
-      const events = await readEvents(deps.db, accountId, { after: cursor, limit: FOLLOW_BATCH });
-      for (const event of events) {
-        cursor = BigInt(event.sequence);
-        yield event;
+    const wakes = deps.liveEvents.subscribe(wakeTopic(accountId));
+    const onAbort = () => void wakes.return?.();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const nextWake = wakeWaiter(wakes);
+    let cursor = after;
+    try {
+      await wakes.ready;
+      while (!signal.aborted) {
+        const events = await readEvents(deps.db, accountId, { after: cursor, limit: FOLLOW_BATCH });
+        for (const event of events) {
+          if (signal.aborted) return;
+          cursor = BigInt(event.sequence);
+          yield event;
+        }
+        if (events.length === FOLLOW_BATCH) continue;
+        await nextWake(FOLLOW_POLL_MS);
       }
-      if (events.length === FOLLOW_BATCH) continue;
-      await nextWake(FOLLOW_POLL_MS);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      await wakes.return?.();
     }
   } finally {
-    signal.removeEventListener('abort', onAbort);
-    await wakes.return?.();
+    deps.metrics.eventStreamFollowers.dec();
   }
 }
 

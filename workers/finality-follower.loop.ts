@@ -7,8 +7,8 @@ export const FINALITY_FOLLOW_MS = 2_000;
 
 /**
  * The finality follower of the worker role (followFinality): every FINALITY_FOLLOW_MS it marks
- * confirmed payments the chain reports finalized, and sends again those the chain lost after
- * confirming them. Several workers may run it at once: every statement is guarded by the row's
+ * confirmed payments and deposits the chain reports finalized, and sends again the payments the
+ * chain lost after confirming them. Several workers may run it at once: every statement is guarded by the row's
  * status and signature, and the payments queue dedupes by row id.
  */
 export function startFinalityFollower(app: App): BackgroundLoop {
@@ -23,7 +23,11 @@ export function startFinalityFollower(app: App): BackgroundLoop {
       missing = round.missingNow;
       if (round.reopened > 0) log.warn(`finality follower: sent ${round.reopened} vanished payment(s) again`);
       // A full batch that all finalized is a backlog: go on at once.
-      return round.seen >= FINALITY_BATCH && round.finalized === round.seen;
+      const { deposits } = round;
+      return (
+        (round.seen >= FINALITY_BATCH && round.finalized === round.seen) ||
+        (deposits.seen >= FINALITY_BATCH && deposits.finalized === deposits.seen)
+      );
     },
   });
 }

@@ -21,6 +21,7 @@ import * as setLikeFunction from './2026_11_25_a_set_like_function.js';
 import * as paymentFinality from './2026_11_27_a_payment_finality.js';
 import * as eventLog from './2026_11_27_b_event_log.js';
 import * as accountEventSources from './2026_11_27_c_account_event_sources.js';
+import * as depositFinality from './2026_11_29_c_deposit_finality.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -51,4 +52,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_27_a_payment_finality': paymentFinality,
   '2026_11_27_b_event_log': eventLog,
   '2026_11_27_c_account_event_sources': accountEventSources,
+  '2026_11_29_c_deposit_finality': depositFinality,
 };

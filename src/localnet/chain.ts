@@ -21,11 +21,28 @@ import {
 } from './chain-persistence.js';
 import { decodeMint, decodeTokenAccount, PROGRAM, TOKEN_PROGRAMS } from './programs.js';
 import { RPC_CODES, RpcError, invalidParams } from './rpc-error.js';
-import { svm, type LiteSvm, type TransactionMetadata } from './svm-binding.js';
+import { svm, type LiteSvm, type SvmAccount, type TransactionMetadata } from './svm-binding.js';
 import { describeValidatorError, toValidatorError, type ValidatorError } from './svm-errors.js';
 import { TransactionStore, type TokenBalance, type TransactionRecord } from './transaction-store.js';
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized';
+
+const COMMITMENT_RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
+
+/** Whether a transaction at commitment `actual` counts for a read at `wanted`. */
+export function reachesCommitment(actual: Commitment, wanted: Commitment): boolean {
+  return COMMITMENT_RANK[actual] >= COMMITMENT_RANK[wanted];
+}
+
+/**
+ * A landed transaction not finalized yet and the accounts it wrote as they were before it (null:
+ * it created them): what an account read at `confirmed` or `finalized` puts back.
+ */
+interface UnsettledWrite {
+  seq: number;
+  slot: number;
+  before: Map<string, SvmAccount | null>;
+}
 
 export interface ChainOptions {
   /** Folder for snapshots and history; undefined keeps the chain in memory only. */
@@ -93,6 +110,14 @@ export class LocalChain extends EventEmitter {
   private snapshotFailed = false;
   private lastSnapshotAt = Date.now();
   private closing = false;
+  /**
+   * Landed transactions not finalized yet, in landing order, with the accounts they wrote as they
+   * were before them: account reads at a commitment undo those that have not reached it. Their
+   * commitment only grows along the list (older slots, lower seqs), so those not reaching a given
+   * commitment are always its tail. Dropped once finalized. Empty after a restart: then reads at
+   * every commitment show the newest state until new transactions land.
+   */
+  private unsettled: UnsettledWrite[] = [];
 
   private constructor(
     private readonly vm: LiteSvm,
@@ -176,16 +201,33 @@ export class LocalChain extends EventEmitter {
     return this.vm.minimumBalanceForRentExemption(BigInt(dataLength));
   }
 
-  getAccount(address: string): AccountView | null {
-    const account = this.vm.getAccount(addressBytes(address));
-    if (!account) return null;
-    return {
-      lamports: account.lamports(),
-      data: account.data(),
-      owner: bs58.encode(account.owner()),
-      executable: account.executable(),
-      rentEpoch: account.rentEpoch(),
-    };
+  /**
+   * An account as of `commitment`: the newest state at `processed`; at `confirmed` or `finalized`,
+   * as the transactions that reached it left it (the state before the oldest one that has not and
+   * wrote it), as a validator's bank at that commitment shows it.
+   */
+  getAccount(address: string, commitment: Commitment = 'processed'): AccountView | null {
+    const key = addressBytes(address);
+    const account =
+      commitment === 'processed' ? this.vm.getAccount(key) : this.accountAt(address, key, commitment);
+    return account ? accountView(account) : null;
+  }
+
+  private accountAt(address: string, key: Uint8Array, commitment: Commitment): SvmAccount | null {
+    // Binary search for the first transaction short of the commitment: the tail from there.
+    let low = 0;
+    let high = this.unsettled.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      const entry = this.unsettled[middle]!;
+      if (reachesCommitment(this.commitmentAt(entry.seq, entry.slot), commitment)) low = middle + 1;
+      else high = middle;
+    }
+    for (let i = low; i < this.unsettled.length; i++) {
+      const before = this.unsettled[i]!.before;
+      if (before.has(address)) return before.get(address) ?? null;
+    }
+    return this.vm.getAccount(key);
   }
 
   /** Places an account as is: the localnet's privileged path (bootstrap puts USDC at its mainnet address). */
@@ -198,6 +240,8 @@ export class LocalChain extends EventEmitter {
       0n,
     );
     this.vm.setAccount(addressBytes(address), placed);
+    // Placed by the operator, not by a transaction: at once the state at every commitment.
+    for (const entry of this.unsettled) entry.before.delete(address);
     // Journaled in order with the transactions, which may depend on it (the bootstrap's USDC mint).
     if (this.writer) {
       const line = setAccountLine(packAccounts([{ key: addressBytes(address), account: placed }]));
@@ -205,14 +249,26 @@ export class LocalChain extends EventEmitter {
     }
   }
 
-  /** Token accounts (of either token program) whose owner is `owner`. */
-  tokenAccountsByOwner(owner: string, filter: { mint?: string; programId?: string }) {
+  /**
+   * Token accounts (of either token program) whose owner is `owner`, as of `commitment` (an account
+   * created or handed to `owner` by a transaction short of it is left out; one taken away from
+   * `owner` since is not found: the index is the newest state's).
+   */
+  tokenAccountsByOwner(
+    owner: string,
+    filter: { mint?: string; programId?: string },
+    commitment: Commitment = 'processed',
+  ) {
     const programs = filter.programId ? [filter.programId] : [...TOKEN_PROGRAMS];
     const found: Array<{ address: string; account: AccountView }> = [];
     for (const programId of programs) {
       if (!TOKEN_PROGRAMS.has(programId)) continue;
       for (const entry of this.vm.getProgramAccounts(addressBytes(programId))) {
-        const account = entry.account();
+        const account =
+          commitment === 'processed'
+            ? entry.account()
+            : this.accountAt(bs58.encode(entry.address), entry.address, commitment);
+        if (!account) continue;
         const token = decodeTokenAccount(account.data());
         if (!token || token.owner !== owner || (filter.mint && token.mint !== filter.mint)) continue;
         found.push({
@@ -255,8 +311,12 @@ export class LocalChain extends EventEmitter {
    * `confirmed` one slot after it executes.
    */
   commitmentOf(record: TransactionRecord): Commitment {
-    if (this.writer && record.seq >= this.durableSeq) return 'processed';
-    const age = this.state.slot - record.slot;
+    return this.commitmentAt(record.seq, record.slot);
+  }
+
+  private commitmentAt(seq: number, slot: number): Commitment {
+    if (this.writer && seq >= this.durableSeq) return 'processed';
+    const age = this.state.slot - slot;
     if (age >= FINALIZATION_SLOTS) return 'finalized';
     return age >= 1 ? 'confirmed' : 'processed';
   }
@@ -451,6 +511,11 @@ export class LocalChain extends EventEmitter {
       memo: memoOf(tx, keys),
     };
     this.store.add(record);
+    const before = new Map<string, SvmAccount | null>();
+    keys.forEach((key, i) => {
+      if (tx.message.isAccountWritable(i)) before.set(key, pre[i] ?? null);
+    });
+    this.unsettled.push({ seq: record.seq, slot: record.slot, before });
     if (this.writer) {
       // Encoded now, while the accounts are as it left them: ~30 us under load, half of it the
       // record's JSON, which the history always needed.
@@ -547,6 +612,13 @@ export class LocalChain extends EventEmitter {
   private tick(): void {
     this.advanceSlot(true);
     this.saveSoon();
+    let settled = 0;
+    while (settled < this.unsettled.length) {
+      const entry = this.unsettled[settled]!;
+      if (this.commitmentAt(entry.seq, entry.slot) !== 'finalized') break;
+      settled++;
+    }
+    if (settled > 0) this.unsettled.splice(0, settled);
   }
 
   /**
@@ -625,6 +697,16 @@ export class LocalChain extends EventEmitter {
 interface UnsavedLine {
   slot: number;
   line: string;
+}
+
+function accountView(account: SvmAccount): AccountView {
+  return {
+    lamports: account.lamports(),
+    data: account.data(),
+    owner: bs58.encode(account.owner()),
+    executable: account.executable(),
+    rentEpoch: account.rentEpoch(),
+  };
 }
 
 function genesis(vm: LiteSvm): ChainState {

@@ -1,5 +1,5 @@
 import bs58 from 'bs58';
-import { addressBytes, type Commitment, type LocalChain } from './chain.js';
+import { addressBytes, reachesCommitment, type Commitment, type LocalChain } from './chain.js';
 import { decodeMint, decodeTokenAccount, uiTokenAmount } from './programs.js';
 import { accountEncoding, encodeAccount, encodeTransaction, transactionEncoding } from './rpc-encoding.js';
 import { invalidParams, RPC_CODES, RpcError } from './rpc-error.js';
@@ -158,8 +158,9 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
 
     getAccountInfo: (params) => {
       const address = stringParam(params, 0, 'pubkey');
-      const encoding = accountEncoding(objectParam(params, 1).encoding);
-      const account = chain.getAccount(address);
+      const config = objectParam(params, 1);
+      const encoding = accountEncoding(config.encoding);
+      const account = chain.getAccount(address, accountCommitment(config.commitment));
       return withContext(account && encodeAccount(account, encoding, mintDecimals));
     },
     getMultipleAccounts: (params) => {
@@ -169,18 +170,25 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
       }
       if (addresses.length > MAX_MULTIPLE_ACCOUNTS)
         throw invalidParams(`too many accounts (maximum ${MAX_MULTIPLE_ACCOUNTS})`);
-      const encoding = accountEncoding(objectParam(params, 1).encoding);
+      const config = objectParam(params, 1);
+      const encoding = accountEncoding(config.encoding);
+      const commitment = accountCommitment(config.commitment);
       return withContext(
         (addresses as string[]).map((address) => {
-          const account = chain.getAccount(address);
+          const account = chain.getAccount(address, commitment);
           return account && encodeAccount(account, encoding, mintDecimals);
         }),
       );
     },
-    getBalance: (params) =>
-      withContext(Number(chain.getAccount(stringParam(params, 0, 'pubkey'))?.lamports ?? 0n)),
+    getBalance: (params) => {
+      const commitment = accountCommitment(objectParam(params, 1).commitment);
+      return withContext(
+        Number(chain.getAccount(stringParam(params, 0, 'pubkey'), commitment)?.lamports ?? 0n),
+      );
+    },
     getTokenAccountBalance: (params) => {
-      const account = chain.getAccount(stringParam(params, 0, 'pubkey'));
+      const commitment = accountCommitment(objectParam(params, 1).commitment);
+      const account = chain.getAccount(stringParam(params, 0, 'pubkey'), commitment);
       const token = account && decodeTokenAccount(account.data);
       if (!token) throw invalidParams('not a Token account');
       return withContext(uiTokenAmount(token.amount, mintDecimals(token.mint)));
@@ -193,9 +201,11 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
       const programId = optionalString(filter.programId, 'programId');
       if ((mint === undefined) === (programId === undefined))
         throw invalidParams('expected exactly one of mint or programId');
-      const encoding = accountEncoding(objectParam(params, 2).encoding);
+      const config = objectParam(params, 2);
+      const encoding = accountEncoding(config.encoding);
+      const commitment = accountCommitment(config.commitment);
       return withContext(
-        chain.tokenAccountsByOwner(owner, { mint, programId }).map(({ address, account }) => ({
+        chain.tokenAccountsByOwner(owner, { mint, programId }, commitment).map(({ address, account }) => ({
           pubkey: address,
           account: encodeAccount(account, encoding, mintDecimals),
         })),
@@ -230,10 +240,18 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
   };
 }
 
-const COMMITMENT_RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
+const reaches = reachesCommitment;
 
-function reaches(actual: Commitment, wanted: Commitment): boolean {
-  return COMMITMENT_RANK[actual] >= COMMITMENT_RANK[wanted];
+/**
+ * Account reads (getAccountInfo, getBalance, getTokenAccountBalance, ...) show the state at the
+ * commitment asked for. Asked for none, the newest (`processed`), as this localnet always answered
+ * (a validator defaults to `finalized`: ~13 s behind here, which every caller that asks nothing
+ * would have to wait out).
+ */
+function accountCommitment(value: unknown): Commitment {
+  if (value === undefined || value === null) return 'processed';
+  if (value === 'processed' || value === 'confirmed' || value === 'finalized') return value;
+  throw invalidParams(`unknown commitment: ${JSON.stringify(value)}`);
 }
 
 /** History lookups default to finalized and refuse processed, as a validator's do. */

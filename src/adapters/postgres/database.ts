@@ -12,6 +12,7 @@ export interface Database {
   ledger_movements: LedgerMovementsTable;
   ledger_legs: LedgerLegsTable;
   chain_transactions: ChainTransactionsTable;
+  deposit_transactions: DepositTransactionsTable;
   posts: PostsTable;
   domain_events: DomainEventsTable;
   reposts: RepostsTable;
@@ -55,6 +56,22 @@ export interface ChainTransactionsTable {
   finalized_at: Date | null;
   /** Its credits to users wait in `pending` (released once per confirmation; held again if it vanished). */
   credits_held: Generated<boolean>;
+}
+
+/**
+ * A deposit's chain transaction (one per `deposit` movement keyed `deposit:<signature>`, written by
+ * a trigger as the deposit is credited): followed from confirmed to finalized like the outbox's.
+ */
+export interface DepositTransactionsTable {
+  movement_id: string;
+  signature: string;
+  status: Generated<'confirmed' | 'finalized'>;
+  /** The slot the chain reported it in when it was finalized; null before. */
+  slot: bigint | null;
+  confirmed_at: Date;
+  finalized_at: Date | null;
+  /** Since when the chain has not known it (two looks in a row); null while it does. */
+  missing_since: Date | null;
 }
 
 export interface PostsTable {

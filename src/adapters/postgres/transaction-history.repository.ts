@@ -1,12 +1,13 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { HistoryRow, TransactionHistoryStore } from '../../domain/ledger/transaction-history.js';
+import type { ChainTransactionStatus } from './database.js';
 import type { Db } from './db.js';
 
 /**
  * The history of an account, read from the ledger: its legs (summed per movement, so a movement
  * is one entry however many legs of the account it has), their movement, the post the movement
  * paid for and the movement's chain transaction (with its state: status, slot, confirmation and
- * finalization times). A reversal has neither post nor chain transaction of its own: it shows
+ * finalization times: the outbox row's, or for a deposit its deposit_transactions row's). A reversal has neither post nor chain transaction of its own: it shows
  * those of the movement it reverses. An account with no ledger account has no legs, hence an
  * empty history.
  *
@@ -94,6 +95,10 @@ function historyQuery(db: Db, accountId: string, movements?: RawBuilder<boolean>
       .leftJoin('chain_transactions as ct', (join) =>
         join.on(sql<boolean>`ct.movement_id = coalesce(m.reverses_id, m.id)`),
       )
+      // A deposit has no outbox row: its chain transaction is followed in deposit_transactions.
+      .leftJoin('deposit_transactions as dt', (join) =>
+        join.on(sql<boolean>`dt.movement_id = coalesce(m.reverses_id, m.id)`),
+      )
       .select([
         'm.id',
         'm.kind',
@@ -108,10 +113,10 @@ function historyQuery(db: Db, accountId: string, movements?: RawBuilder<boolean>
         'r.kind as reversed_kind',
         'r.idempotency_key as reversed_key',
         'ct.signature',
-        'ct.status as chain_status',
-        'ct.slot as chain_slot',
-        'ct.confirmed_at',
-        'ct.finalized_at',
+        sql<ChainTransactionStatus | null>`coalesce(ct.status, dt.status)`.as('chain_status'),
+        sql<bigint | null>`coalesce(ct.slot, dt.slot)`.as('chain_slot'),
+        sql<Date | null>`coalesce(ct.confirmed_at, dt.confirmed_at)`.as('confirmed_at'),
+        sql<Date | null>`coalesce(ct.finalized_at, dt.finalized_at)`.as('finalized_at'),
         sql<string | null>`coalesce(p.id, rp.post_id)`.as('post_id'),
         'p.type as post_type',
         's.id as send_id',

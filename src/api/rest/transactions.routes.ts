@@ -61,11 +61,12 @@ const transaction = {
       type: ['string', 'null'],
       enum: [...PAYMENT_STATUSES, null],
       description:
-        'Our addition: the state of the swap_tx transaction (an earning: of the payment that paid it; a refund: failed). pending: signed or sent, not confirmed yet; confirmed; finalized; failed: failed on chain, its legs reversed (see the refund). A deposit is credited once seen confirmed and not followed further: confirmed. Null only without a swap_tx',
+        'Our addition: the state of the swap_tx transaction (an earning: of the payment that paid it; a refund: failed). pending: signed or sent, not confirmed yet; confirmed; finalized; failed: failed on chain, its legs reversed (see the refund). A deposit is credited once seen confirmed (confirmed), then followed to finalized. Null only without a swap_tx',
     },
     slot: {
       type: ['integer', 'null'],
-      description: 'Our addition: the slot the chain last reported the transaction in; null before it ran',
+      description:
+        'Our addition: the slot the chain last reported the transaction in; null before it ran (a deposit: until finalized)',
     },
     confirmed_at: {
       ...nullableTime,

@@ -50,10 +50,11 @@ export function paymentStatusOf(status: OutboxStatus): PaymentStatus {
 
 /**
  * The state a movement shows. With an outbox row, that row's (a refund shows the failed payment's,
- * an earning the payment that paid it: the same row). A deposit has none: the platform did not
- * send it, it credited it once the transfer was seen confirmed (the indexer reads at `confirmed`,
- * the faucet waits for it) and does not follow it further, so it shows `confirmed` as of the
- * credit, its slot unknown.
+ * an earning the payment that paid it: the same row). A deposit has no outbox row: the platform
+ * did not send it, it credited it once the transfer was seen confirmed (the indexer reads at
+ * `confirmed`, the faucets wait for it), and the finality follower takes it on to `finalized`
+ * through its deposit_transactions row, passed here as `outbox`. A deposit without one (none since
+ * migration 2026_11_29_c) shows `confirmed` as of the credit, its slot unknown.
  */
 export function paymentStateOf(movement: {
   outbox: OutboxState | null;

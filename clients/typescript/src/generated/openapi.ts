@@ -1790,11 +1790,11 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /**
-                             * @description Our addition: the state of the swap_tx transaction (an earning: of the payment that paid it; a refund: failed). pending: signed or sent, not confirmed yet; confirmed; finalized; failed: failed on chain, its legs reversed (see the refund). A deposit is credited once seen confirmed and not followed further: confirmed. Null only without a swap_tx
+                             * @description Our addition: the state of the swap_tx transaction (an earning: of the payment that paid it; a refund: failed). pending: signed or sent, not confirmed yet; confirmed; finalized; failed: failed on chain, its legs reversed (see the refund). A deposit is credited once seen confirmed (confirmed), then followed to finalized. Null only without a swap_tx
                              * @enum {string|null}
                              */
                             status: "pending" | "confirmed" | "finalized" | "failed" | null;
-                            /** @description Our addition: the slot the chain last reported the transaction in; null before it ran */
+                            /** @description Our addition: the slot the chain last reported the transaction in; null before it ran (a deposit: until finalized) */
                             slot: number | null;
                             /**
                              * Format: date-time
@@ -1888,11 +1888,11 @@ export interface operations {
                         /** Format: date-time */
                         created_at: string;
                         /**
-                         * @description Our addition: the state of the swap_tx transaction (an earning: of the payment that paid it; a refund: failed). pending: signed or sent, not confirmed yet; confirmed; finalized; failed: failed on chain, its legs reversed (see the refund). A deposit is credited once seen confirmed and not followed further: confirmed. Null only without a swap_tx
+                         * @description Our addition: the state of the swap_tx transaction (an earning: of the payment that paid it; a refund: failed). pending: signed or sent, not confirmed yet; confirmed; finalized; failed: failed on chain, its legs reversed (see the refund). A deposit is credited once seen confirmed (confirmed), then followed to finalized. Null only without a swap_tx
                          * @enum {string|null}
                          */
                         status: "pending" | "confirmed" | "finalized" | "failed" | null;
-                        /** @description Our addition: the slot the chain last reported the transaction in; null before it ran */
+                        /** @description Our addition: the slot the chain last reported the transaction in; null before it ran (a deposit: until finalized) */
                         slot: number | null;
                         /**
                          * Format: date-time

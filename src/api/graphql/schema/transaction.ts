@@ -31,7 +31,7 @@ const TransactionStatusEnum = builder.enumType('TransactionStatus', {
     CONFIRMED: {
       value: 'confirmed',
       description:
-        'Confirmed on chain; followed to finalized (a payment the chain loses meanwhile is sent again and shows PENDING). A deposit stays here: credited once seen confirmed, not followed further.',
+        'Confirmed on chain; followed to finalized (a payment the chain loses meanwhile is sent again and shows PENDING). A deposit is credited once seen confirmed and followed to finalized too.',
     },
     FINALIZED: { value: 'finalized', description: 'Finalized on chain.' },
     FAILED: {
@@ -71,7 +71,8 @@ export const TransactionRef = builder.objectRef<Transaction>('Transaction').impl
     }),
     slot: t.exposeInt('slot', {
       nullable: true,
-      description: 'The slot the chain last reported the transaction in; null before it ran.',
+      description:
+        'The slot the chain last reported the transaction in; null before it ran (a deposit: until finalized).',
     }),
     confirmedAt: t.expose('confirmedAt', {
       type: 'DateTime',

@@ -32,7 +32,13 @@ export function startWebhookDispatcherLoop(
     ...(resolve ? { resolve } : {}),
   });
   return startWebhookDispatcher(
-    { db: app.db, sender, logger: log, retryWindowMs: app.config.WEBHOOK_RETRY_WINDOW_MS },
+    {
+      db: app.db,
+      sender,
+      logger: log,
+      retryWindowMs: app.config.WEBHOOK_RETRY_WINDOW_MS,
+      onAttempt: (outcome) => app.metrics.webhookAttempts.inc({ outcome }),
+    },
     dispatcherOptions,
   );
 }

@@ -22,6 +22,7 @@ import * as paymentFinality from './2026_11_27_a_payment_finality.js';
 import * as eventLog from './2026_11_27_b_event_log.js';
 import * as accountEventSources from './2026_11_27_c_account_event_sources.js';
 import * as depositFinality from './2026_11_29_c_deposit_finality.js';
+import * as webhookFairness from './2026_11_29_a_webhook_fairness.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -53,4 +54,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_27_b_event_log': eventLog,
   '2026_11_27_c_account_event_sources': accountEventSources,
   '2026_11_29_c_deposit_finality': depositFinality,
+  '2026_11_29_a_webhook_fairness': webhookFairness,
 };

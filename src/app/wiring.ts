@@ -9,6 +9,7 @@ import {
 import { findApiKeyOn } from '../adapters/postgres/api-keys.repository.js';
 import { pingPostgres } from '../adapters/postgres/health-probe.js';
 import { createDb, migratePostgres, type Db } from '../adapters/postgres/index.js';
+import { webhookBacklog } from '../adapters/postgres/webhook-deliveries.repository.js';
 import { CREATOR_FUND_QUEUE } from '../adapters/redis/creator-fund-queue.js';
 import { createRedis } from '../adapters/redis/index.js';
 import { createLiveEvents } from '../adapters/redis/live-events.js';
@@ -138,6 +139,7 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
   const creatorFundJobs = queueJobCounter(redis, config.REDIS_PREFIX, CREATOR_FUND_QUEUE);
   metrics.watchQueue('payments', () => payments.queue.getJobCounts(...QUEUE_STATES));
   metrics.watchQueue(CREATOR_FUND_QUEUE, () => creatorFundJobs.counts(QUEUE_STATES));
+  metrics.watchWebhooks(() => webhookBacklog(readDb));
   const rateLimiter = createRateLimiter(redis, {
     prefix: config.REDIS_PREFIX,
     multiplier: config.RATE_LIMIT_MULTIPLIER,

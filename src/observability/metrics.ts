@@ -34,6 +34,14 @@ export interface Metrics {
    * GraphQL `events` subscriptions): up when one starts reading, down when it ends, whatever ends it.
    */
   eventStreamFollowers: Gauge;
+  /** Webhook delivery attempts, by outcome (WEBHOOK_ATTEMPT_OUTCOMES). */
+  webhookAttempts: Counter<'outcome'>;
+  /**
+   * Reports the webhook endpoints by state (`ledgerfeed_webhook_endpoints{state}`) and the age of
+   * the oldest event an enabled endpoint still waits for (`ledgerfeed_webhook_oldest_undelivered_seconds`),
+   * read on scrape, at most once per WEBHOOK_BACKLOG_CACHE_MS (one Postgres read for both).
+   */
+  watchWebhooks(read: () => Promise<WebhookBacklog>): void;
   recordHealth(report: HealthReport): void;
   /**
    * Reports a BullMQ queue's jobs by state as `ledgerfeed_queue_jobs{queue,state}`, counted at
@@ -52,6 +60,20 @@ export const QUEUE_STATES = [
   'prioritized',
   'waiting-children',
 ] as const;
+
+/** How webhook attempts end, as `ledgerfeed_webhook_attempts_total{outcome}` counts them. */
+export const WEBHOOK_ATTEMPT_OUTCOMES = ['delivered', 'failed', 'timeout', 'refused'] as const;
+/** The webhook endpoint states the gauge reports (the endpoint model's). */
+export const WEBHOOK_ENDPOINT_STATES = ['enabled', 'disabled'] as const;
+/** A scrape reads the webhook backlog from Postgres at most this often; others reuse it. */
+export const WEBHOOK_BACKLOG_CACHE_MS = 5_000;
+
+export interface WebhookBacklog {
+  /** Endpoints by state. */
+  endpoints: Record<string, number>;
+  /** Age of the oldest event an enabled endpoint has not been delivered yet; 0 when none waits. */
+  oldestUndeliveredSeconds: number;
+}
 
 /** A registry per process (not prom-client's global one) so tests can build several servers. */
 export function createMetrics(): Metrics {
@@ -149,6 +171,46 @@ export function createMetrics(): Metrics {
     help: 'Event-log followers running in this process (REST event streams and GraphQL events subscriptions)',
     registers: [registry],
   });
+  const webhookAttempts = new Counter({
+    name: 'ledgerfeed_webhook_attempts_total',
+    help: 'Webhook delivery attempts by outcome (delivered, failed: another status or no connection, timeout, refused: the address check)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  for (const outcome of WEBHOOK_ATTEMPT_OUTCOMES) webhookAttempts.inc({ outcome }, 0);
+  let webhookBacklogRead: (() => Promise<WebhookBacklog>) | undefined;
+  let webhookBacklog: { at: number; value: Promise<WebhookBacklog | undefined> } | undefined;
+  const readWebhookBacklog = () => {
+    if (!webhookBacklogRead) return Promise.resolve(undefined);
+    const now = Date.now();
+    if (!webhookBacklog || now - webhookBacklog.at >= WEBHOOK_BACKLOG_CACHE_MS) {
+      // A failed read leaves the gauges out of that scrape (as a failed queue count does).
+      webhookBacklog = { at: now, value: webhookBacklogRead().catch(() => undefined) };
+    }
+    return webhookBacklog.value;
+  };
+  new Gauge({
+    name: 'ledgerfeed_webhook_endpoints',
+    help: 'Webhook endpoints by state (enabled, disabled), read at scrape time',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const backlog = await readWebhookBacklog();
+      if (!backlog) return;
+      for (const state of WEBHOOK_ENDPOINT_STATES) this.set({ state }, backlog.endpoints[state] ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'ledgerfeed_webhook_oldest_undelivered_seconds',
+    help: 'Age of the oldest event an enabled webhook endpoint has not received yet (0 when none waits)',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const backlog = await readWebhookBacklog();
+      if (backlog) this.set(backlog.oldestUndeliveredSeconds);
+    },
+  });
   const watchedQueues = new Map<string, () => Promise<Record<string, number>>>();
   new Gauge({
     name: 'ledgerfeed_queue_jobs',
@@ -170,6 +232,11 @@ export function createMetrics(): Metrics {
     registry,
     watchQueue: (name, counts) => {
       watchedQueues.set(name, counts);
+    },
+    webhookAttempts,
+    watchWebhooks: (read) => {
+      webhookBacklogRead = read;
+      webhookBacklog = undefined;
     },
     creatorFundEpochs,
     creatorFundUnderfunded,

@@ -9,6 +9,12 @@ import { checkWebhookUrl, type HostResolver } from './webhook-address.js';
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 /** Bytes of a response read at most; the rest is never read (the connection is dropped). */
 export const WEBHOOK_MAX_RESPONSE_BYTES = 64 * 1024;
+/**
+ * How long a response's body is read after its status decided the delivery (issue 49): only to
+ * keep the connection for the next delivery, and never waited for by the dispatcher. A body not
+ * done by then (a receiver trickling it) is cut with its connection.
+ */
+export const WEBHOOK_BODY_GRACE_MS = 1_000;
 /** A receiver's kept-alive connections are closed after this long without a delivery. */
 const IDLE_AGENT_MS = 60_000;
 
@@ -20,9 +26,16 @@ export interface WebhookRequest {
   headers: Record<string, string>;
 }
 
+/**
+ * How an attempt ended, for the metrics: delivered (2xx), failed (another status, or the
+ * connection failed), timeout (no status within the timeout), refused (the address check).
+ */
+export type WebhookAttemptKind = 'delivered' | 'failed' | 'timeout' | 'refused';
+
 export interface WebhookOutcome {
   /** A 2xx answer within the timeout. */
   delivered: boolean;
+  kind: WebhookAttemptKind;
   /** The receiver's HTTP status, when it answered at all. */
   statusCode: number | null;
   /** Why it failed, for the delivery log; null when delivered. */
@@ -120,6 +133,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
       if (!checked.ok) {
         return {
           delivered: false,
+          kind: 'refused',
           statusCode: null,
           error: `refused address: ${checked.reason}`,
           durationMs: elapsed(),
@@ -128,6 +142,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
       if (checked.addresses.length === 0) {
         return {
           delivered: false,
+          kind: 'refused',
           statusCode: null,
           error: 'refused address: no address',
           durationMs: elapsed(),
@@ -140,14 +155,16 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
       // reached it, so it goes again at once on a new connection rather than waiting 5 s.
       if (answer.staleConnection) answer = await post(checked.url, pinned, request, limits);
       const durationMs = elapsed();
-      if (answer.error !== null)
-        return { delivered: false, statusCode: answer.status, error: answer.error, durationMs };
+      if (answer.error !== null) {
+        const kind = answer.timedOut ? 'timeout' : 'failed';
+        return { delivered: false, kind, statusCode: answer.status, error: answer.error, durationMs };
+      }
       const status = answer.status!;
       if (status >= 200 && status < 300)
-        return { delivered: true, statusCode: status, error: null, durationMs };
+        return { delivered: true, kind: 'delivered', statusCode: status, error: null, durationMs };
       const error =
         status >= 300 && status < 400 ? `redirect (HTTP ${status}) not followed` : `HTTP ${status}`;
-      return { delivered: false, statusCode: status, error, durationMs };
+      return { delivered: false, kind: 'failed', statusCode: status, error, durationMs };
     },
     close: () => {
       for (const pinned of agents.values()) pinned.agent.destroy();
@@ -170,16 +187,16 @@ function post(
   pinned: PinnedAgent,
   request: WebhookRequest,
   limits: { userAgent: string; timeoutMs: number; maxResponseBytes: number },
-): Promise<{ status: number | null; error: string | null; staleConnection: boolean }> {
+): Promise<{ status: number | null; error: string | null; staleConnection: boolean; timedOut: boolean }> {
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve) => {
     let status: number | null = null;
     let settled = false;
-    const finish = (error: string | null, staleConnection = false) => {
+    const finish = (error: string | null, staleConnection = false, timedOut = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve({ status, error, staleConnection });
+      resolve({ status, error, staleConnection, timedOut });
     };
     const outgoing = transport.request(
       url,
@@ -196,24 +213,26 @@ function post(
       },
       (response) => {
         status = response.statusCode ?? 0;
-        let read = 0;
+        // The status decides, now: the dispatcher's slot is free whatever the body does (issue 49:
+        // a receiver answering 200 then trickling its body held a slot for the whole timeout).
+        finish(null);
         // The body is only read to free the connection for the next delivery: nothing keeps it.
+        // A body not done within the grace, or larger than the cap, is cut with its connection.
+        let read = 0;
+        const grace = setTimeout(() => response.destroy(), WEBHOOK_BODY_GRACE_MS);
+        grace.unref();
         response.on('data', (chunk: Buffer) => {
           read += chunk.length;
-          if (read < limits.maxResponseBytes) return;
-          // Enough: the status has decided; a receiver streaming megabytes does not hold us.
-          response.destroy();
-          finish(null);
+          // Enough: a receiver streaming megabytes does not hold the connection either.
+          if (read >= limits.maxResponseBytes) response.destroy();
         });
-        response.on('end', () => finish(null));
-        // A connection cut after the status line: the receiver has answered, the status counts.
-        response.on('error', () => finish(null));
-        response.on('close', () => finish(null));
+        response.on('error', () => {});
+        response.on('close', () => clearTimeout(grace));
       },
     );
     const timer = setTimeout(() => {
       outgoing.destroy();
-      finish(status === null ? `no answer within ${limits.timeoutMs / 1000} s` : null);
+      finish(status === null ? `no answer within ${limits.timeoutMs / 1000} s` : null, false, true);
     }, limits.timeoutMs);
     outgoing.on('error', (error: Error & { code?: string }) => {
       if (status !== null) return finish(null);

@@ -348,6 +348,8 @@ export interface WebhookEndpointsTable {
   next_attempt_at: Date | null;
   lease_owner: string | null;
   lease_expires_at: Date | null;
+  /** The account's last sequence when a replay with events to send was asked; in flight while above delivered_through. */
+  replay_through: bigint | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }

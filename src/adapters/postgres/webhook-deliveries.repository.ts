@@ -23,6 +23,13 @@ import type { Db } from './db.js';
 /** Whoever holds a lease this long without renewing it has died (or lost Postgres): it is free. */
 export const LEASE_MS = 15_000;
 
+/**
+ * Endpoints of one account leased at once, by every dispatcher together (issue 49): one account's
+ * five endpoints, however slow, hold at most this many delivery slots. Two claims at the same
+ * instant by two dispatchers may pass it by one each; the next claims then wait until it holds.
+ */
+export const MAX_LEASED_PER_ACCOUNT = 2;
+
 export interface ClaimedEndpoint {
   id: string;
   accountId: string;
@@ -62,6 +69,12 @@ const leaseEnd = sql`now() + ${LEASE_MS} * interval '1 millisecond'`;
  * retry, with events above their cursor, and no live lease (`running`: endpoints this dispatcher
  * already works on, never claimed twice). SKIP LOCKED: two dispatchers claiming at once take
  * different endpoints instead of queueing on each other.
+ *
+ * Round-robin by account (issue 49): an endpoint's turn is its rank among its account's due
+ * endpoints plus the account's endpoints already leased, and no account gets a turn past
+ * MAX_LEASED_PER_ACCOUNT; within a turn, the endpoint untouched longest (`updated_at`: a run that
+ * gave its slot back went to the back of the line) goes first. So one account's first endpoint
+ * comes before any account's second, and a tenant replaying five slow endpoints holds two slots.
  */
 export async function claimDueEndpoints(
   db: Db,
@@ -69,17 +82,27 @@ export async function claimDueEndpoints(
 ): Promise<ClaimedEndpoint[]> {
   if (options.limit <= 0) return [];
   const { rows } = await sql<EndpointRow>`
+    WITH candidates AS (
+      SELECT w.id, w.updated_at,
+             row_number() OVER (PARTITION BY w.account_id ORDER BY w.updated_at, w.id)
+               + (SELECT count(*) FROM webhook_endpoints l
+                   WHERE l.account_id = w.account_id AND l.lease_owner IS NOT NULL
+                     AND l.lease_expires_at >= now()) AS turn
+        FROM webhook_endpoints w
+        JOIN account_event_heads h ON h.account_id = w.account_id
+       WHERE w.status = 'enabled'
+         AND h.last_sequence > w.delivered_through
+         AND (w.next_attempt_at IS NULL OR w.next_attempt_at <= now())
+         AND (w.lease_owner IS NULL OR w.lease_expires_at < now())
+         AND w.id <> ALL(${[...options.running]}::uuid[]))
     UPDATE webhook_endpoints e
        SET lease_owner = ${options.owner}, lease_expires_at = ${leaseEnd}
       FROM (SELECT w.id
               FROM webhook_endpoints w
-              JOIN account_event_heads h ON h.account_id = w.account_id
-             WHERE w.status = 'enabled'
-               AND h.last_sequence > w.delivered_through
-               AND (w.next_attempt_at IS NULL OR w.next_attempt_at <= now())
+              JOIN candidates c ON c.id = w.id
+             WHERE c.turn <= ${MAX_LEASED_PER_ACCOUNT}
                AND (w.lease_owner IS NULL OR w.lease_expires_at < now())
-               AND w.id <> ALL(${[...options.running]}::uuid[])
-             ORDER BY w.next_attempt_at NULLS FIRST, w.id
+             ORDER BY c.turn, c.updated_at, w.id
              LIMIT ${options.limit}
                FOR UPDATE OF w SKIP LOCKED) due
      WHERE e.id = due.id
@@ -186,12 +209,22 @@ export async function recordDelivered(
        WHERE e.id = i.endpoint_id AND e.lease_owner = i.owner
          AND e.delivered_through = i.from_sequence AND e.status = 'enabled'
       RETURNING e.id, e.secret, e.previous_secret, e.previous_secret_expires_at),
+    locked AS (
+      -- The log rows go only to endpoints this statement holds a lock on (issue 49): those "moved"
+      -- updated, and the others locked here FOR KEY SHARE (rows "moved" updated are skipped by
+      -- this lock, being this statement's own). An endpoint being deleted is waited for, then
+      -- skipped: never found by a snapshot and failed on by the foreign key, which failed the whole
+      -- batch (every other endpoint in it got its event again). Held, a lock keeps the endpoint
+      -- until this commits.
+      SELECT w.id FROM webhook_endpoints w
+       WHERE w.id IN (SELECT endpoint_id FROM input)
+         FOR KEY SHARE),
     logged AS (
       INSERT INTO webhook_deliveries
              (endpoint_id, event_id, sequence, attempt, status_code, error, duration_ms, delivered)
       SELECT i.endpoint_id, i.event_id, i.sequence, i.attempt, i.status_code, NULL, i.duration_ms, true
         FROM input i
-       WHERE EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.id = i.endpoint_id))
+       WHERE i.endpoint_id IN (SELECT id FROM moved) OR i.endpoint_id IN (SELECT id FROM locked))
     SELECT * FROM moved`.execute(db);
   return new Map(rows.map((row) => [row.id, secretsOf(row)]));
 }
@@ -245,8 +278,11 @@ export async function skipUnsubscribed(db: Db, guard: EndpointGuard, through: bi
 }
 
 /**
- * The delivery log row of an attempt. Written only while the endpoint exists: one deleted by its
- * owner meanwhile has nothing to log to (its log went with it).
+ * The delivery log row of an attempt, in a statement whose "moved" updates the endpoint when its
+ * guard holds. Written only while the endpoint exists: one deleted by its owner meanwhile has
+ * nothing to log to (its log went with it). Either "moved" holds the row, or it is locked FOR KEY
+ * SHARE here (a row "moved" updated is skipped by that lock, being this statement's own): a
+ * deletion in flight is waited for, then the row is skipped rather than failing the foreign key.
  */
 function logAttempt(
   endpointId: string,
@@ -259,7 +295,46 @@ function logAttempt(
              (endpoint_id, event_id, sequence, attempt, status_code, error, duration_ms, delivered, next_attempt_at)
       SELECT ${endpointId}::uuid, ${record.eventId}, ${record.sequence}, ${record.attempt}, ${record.statusCode}::integer,
              ${record.error}::text, ${record.durationMs}, ${delivered}, ${nextAttemptAt}::timestamptz
-       WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ${endpointId})`;
+       WHERE EXISTS (SELECT 1 FROM moved)
+          OR EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ${endpointId} FOR KEY SHARE)`;
+}
+
+/**
+ * Keeps the newest `keep` rows of the endpoint's delivery log and deletes the rest (issue 49: a
+ * log bounded per endpoint, whatever its replays and retries). One index range: the log's index is
+ * (endpoint_id, id DESC). Answers the rows deleted.
+ */
+export async function pruneDeliveryLog(db: Db, endpointId: string, keep: number): Promise<number> {
+  const result = await sql`
+    DELETE FROM webhook_deliveries
+     WHERE endpoint_id = ${endpointId}
+       AND id < (SELECT id FROM webhook_deliveries WHERE endpoint_id = ${endpointId}
+                  ORDER BY id DESC OFFSET ${keep - 1} LIMIT 1)`.execute(db);
+  return Number(result.numAffectedRows ?? 0n);
+}
+
+/**
+ * The operator's view of the webhook backlog (the metrics): endpoints by state, and the age of the
+ * oldest event an enabled endpoint subscribes to and has not received (Postgres clock; 0 when
+ * none waits). One indexed read of the log per enabled endpoint.
+ */
+export async function webhookBacklog(
+  db: Db,
+): Promise<{ endpoints: Record<string, number>; oldestUndeliveredSeconds: number }> {
+  const { rows } = await sql<{ status: string; endpoints: number; oldest_seconds: number | null }>`
+    SELECT w.status, count(*)::int AS endpoints,
+           extract(epoch FROM now() - min(next_event.created_at))::float8 AS oldest_seconds
+      FROM webhook_endpoints w
+      LEFT JOIN LATERAL (
+        SELECT e.created_at FROM account_events e
+         WHERE w.status = 'enabled' AND e.account_id = w.account_id
+           AND e.sequence > w.delivered_through AND e.type = ANY(w.event_types)
+         ORDER BY e.sequence LIMIT 1) next_event ON true
+     GROUP BY w.status`.execute(db);
+  return {
+    endpoints: Object.fromEntries(rows.map((row) => [row.status, row.endpoints])),
+    oldestUndeliveredSeconds: Math.max(0, ...rows.map((row) => row.oldest_seconds ?? 0)),
+  };
 }
 
 function secretsOf(row: Pick<EndpointRow, 'secret' | 'previous_secret' | 'previous_secret_expires_at'>) {

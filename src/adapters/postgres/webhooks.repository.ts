@@ -151,21 +151,31 @@ export function enableWebhook(
     .executeTakeFirst();
 }
 
+/** Why a replay was not made: see replayWebhook. */
+export type ReplayRefusal =
+  | { kind: 'beyond' }
+  | { kind: 'in-flight'; deliveredThrough: bigint; replayThrough: bigint }
+  | { kind: 'too-many'; events: number };
+
 /**
  * Moves the endpoint's cursor back to `after` (status unchanged: a disabled endpoint replays once
- * enabled), so every event after it is delivered again, in order. 'beyond' when `after` is past
- * the account's last event: a cursor there would silently skip the events numbered up to it.
+ * enabled), so every event after it is delivered again, in order. Refused ('beyond') when `after`
+ * is past the account's last event: a cursor there would silently skip the events numbered up to
+ * it; ('in-flight') while the endpoint's previous replay is still being sent; ('too-many') when it
+ * would send more than `maxEvents` subscribed events (counted under the endpoint's lock, up to the
+ * account's last event).
  */
 export async function replayWebhook(
   db: Db,
   accountId: string,
   id: string,
   after: bigint,
-): Promise<{ id: string; delivered_through: bigint } | 'beyond' | undefined> {
+  maxEvents: number,
+): Promise<{ id: string; delivered_through: bigint } | ReplayRefusal | undefined> {
   return db.transaction().execute(async (trx) => {
     const endpoint = await trx
       .selectFrom('webhook_endpoints')
-      .select('id')
+      .select(['id', 'event_types', 'delivered_through', 'replay_through'])
       .where('account_id', '=', accountId)
       .where('id', '=', id)
       .forNoKeyUpdate()
@@ -176,7 +186,24 @@ export async function replayWebhook(
       .select('last_sequence')
       .where('account_id', '=', accountId)
       .executeTakeFirst();
-    if (after > (head?.last_sequence ?? 0n)) return 'beyond' as const;
+    const last = head?.last_sequence ?? 0n;
+    if (after > last) return { kind: 'beyond' as const };
+    if (endpoint.replay_through !== null && endpoint.delivered_through < endpoint.replay_through) {
+      return {
+        kind: 'in-flight' as const,
+        deliveredThrough: endpoint.delivered_through,
+        replayThrough: endpoint.replay_through,
+      };
+    }
+    const { events } = await trx
+      .selectFrom('account_events')
+      .select(sql<number>`count(*)::int`.as('events'))
+      .where('account_id', '=', accountId)
+      .where('sequence', '>', after)
+      .where('sequence', '<=', last)
+      .where('type', '=', sql<string>`ANY(${endpoint.event_types}::text[])`)
+      .executeTakeFirstOrThrow();
+    if (events > maxEvents) return { kind: 'too-many' as const, events };
     return trx
       .updateTable('webhook_endpoints')
       .set({
@@ -184,6 +211,8 @@ export async function replayWebhook(
         attempt: 0,
         failing_since: null,
         next_attempt_at: null,
+        // Nothing to send: nothing in flight, a next replay may follow at once.
+        replay_through: events > 0 ? last : null,
         updated_at: sql<Date>`now()`,
       })
       .where('id', '=', id)

@@ -2,12 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { WebhookOutcome, WebhookSender } from '../../adapters/http/webhook-sender.js';
+import type {
+  WebhookAttemptKind,
+  WebhookOutcome,
+  WebhookSender,
+} from '../../adapters/http/webhook-sender.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import { lastSequence, readEvents } from '../../adapters/postgres/event-log.repository.js';
 import {
   claimDueEndpoints,
   LEASE_MS,
+  MAX_LEASED_PER_ACCOUNT,
+  pruneDeliveryLog,
   recordFailed,
   releaseLeases,
   renewLeases,
@@ -38,6 +44,17 @@ const RENEW_MS = Math.floor(LEASE_MS / 3);
  * hundred endpoints starting at once must not queue a hundred reads ahead of them.
  */
 export const MAX_CONCURRENT_READS = 4;
+/**
+ * How long one endpoint's run holds its slot before giving it back (issue 49): a run still busy
+ * after this long releases its lease with its next record and the endpoint goes to the back of
+ * the line (claims are round-robin by account: claimDueEndpoints), so a tenant's long backlog
+ * (a replay) cannot keep a slot from the endpoints waiting behind it.
+ */
+export const RUN_QUANTUM_MS = 1_000;
+/** Delivery log rows kept per endpoint, newest first (issue 49); older ones are pruned. */
+export const DELIVERY_LOG_KEEP = 1_000;
+/** An endpoint's log is pruned after this many attempts recorded by this dispatcher. */
+const PRUNE_EVERY = 100;
 /** Shortest pause between two looks for due endpoints. */
 const CLAIM_GAP_MS = 10;
 /** Longest pause after Postgres failures (doubling from DISPATCH_POLL_MS). */
@@ -50,6 +67,8 @@ export interface WebhookDispatcherDeps {
   /** How long a failing event is retried before its endpoint is disabled (WEBHOOK_RETRY_WINDOW_MS). */
   retryWindowMs: number;
   now?: () => Date;
+  /** Told each attempt's outcome (the metrics' ledgerfeed_webhook_attempts_total). */
+  onAttempt?: (kind: WebhookAttemptKind) => void;
 }
 
 export interface WebhookDispatcherOptions {
@@ -58,6 +77,10 @@ export interface WebhookDispatcherOptions {
   maxActiveEndpoints?: number;
   pollMs?: number;
   batch?: number;
+  /** How long a run holds its slot (RUN_QUANTUM_MS). */
+  runQuantumMs?: number;
+  /** Delivery log rows kept per endpoint (DELIVERY_LOG_KEEP). */
+  deliveryLogKeep?: number;
 }
 
 export interface WebhookDispatcher {
@@ -73,11 +96,11 @@ export interface WebhookDispatcher {
 }
 
 /**
- * How one endpoint's run ended: its lease released with its last write, still to release (nothing
- * was left to deliver, or stopping), or taken from it (replayed, disabled or enabled by the API,
- * deleted, lease expired).
+ * How one endpoint's run ended: its lease released with its last write, released with more to
+ * deliver (its RUN_QUANTUM_MS were up), still to release (nothing was left to deliver, or
+ * stopping), or taken from it (replayed, disabled or enabled by the API, deleted, lease expired).
  */
-type RunEnd = 'released' | 'caught-up' | 'stopped' | 'lost';
+type RunEnd = 'released' | 'yielded' | 'caught-up' | 'stopped' | 'lost';
 
 /**
  * The webhook dispatcher (issue 39): claims endpoints with something due (a lease in Postgres, so
@@ -102,6 +125,9 @@ export function startWebhookDispatcher(
   const maxActive = options.maxActiveEndpoints ?? MAX_ACTIVE_ENDPOINTS;
   const pollMs = options.pollMs ?? DISPATCH_POLL_MS;
   const batch = options.batch ?? EVENT_BATCH;
+  const quantumMs = options.runQuantumMs ?? RUN_QUANTUM_MS;
+  const logKeep = options.deliveryLogKeep ?? DELIVERY_LOG_KEEP;
+  const pruneEvery = Math.min(PRUNE_EVERY, Math.max(1, Math.floor(logKeep / 10)));
 
   const running = new Map<string, Promise<void>>();
   const stopping = new AbortController();
@@ -110,6 +136,19 @@ export function startWebhookDispatcher(
   const counts = { delivered: 0, failed: 0 };
   const delivered = deliveredRecords(db);
   const reading = slots(MAX_CONCURRENT_READS);
+  /** Attempts recorded per endpoint since its log was last pruned. */
+  const unpruned = new Map<string, number>();
+  const countLogRow = (endpointId: string) => {
+    const count = (unpruned.get(endpointId) ?? 0) + 1;
+    if (count < pruneEvery) {
+      unpruned.set(endpointId, count);
+      return;
+    }
+    unpruned.delete(endpointId);
+    void pruneDeliveryLog(db, endpointId, logKeep).catch((error: unknown) =>
+      log.warn({ err: error, webhookEndpointId: endpointId }, 'webhook delivery log: pruning failed'),
+    );
+  };
 
   const wake = () => {
     wakes++;
@@ -144,6 +183,7 @@ export function startWebhookDispatcher(
 
   /** One endpoint's queue, from its cursor until it is caught up, fails, or is taken from us. */
   const run = async (endpoint: ClaimedEndpoint): Promise<RunEnd> => {
+    const quantumEnds = performance.now() + quantumMs;
     let secrets = endpoint.secrets;
     const guard: EndpointGuard = { endpointId: endpoint.id, owner, from: endpoint.deliveredThrough };
     let attempt = endpoint.attempt;
@@ -170,6 +210,8 @@ export function startWebhookDispatcher(
       for (const [index, event] of events.entries()) {
         if (stopping.signal.aborted) return 'stopped';
         const outcome = await deliver(endpoint, secrets, event);
+        deps.onAttempt?.(outcome.kind);
+        countLogRow(endpoint.id);
         const sequence = BigInt(event.sequence);
         const record = {
           eventId: event.id,
@@ -181,11 +223,19 @@ export function startWebhookDispatcher(
         };
         if (outcome.delivered) {
           counts.delivered++;
-          const release = lastRead && index === events.length - 1 && (head === undefined || head <= sequence);
-          const current = await delivered.write({ guard: { ...guard }, record, release });
+          const caughtUp =
+            lastRead && index === events.length - 1 && (head === undefined || head <= sequence);
+          // Its time is up: the slot goes back with this record, and the endpoint to the back of the line.
+          const yielding = !caughtUp && performance.now() >= quantumEnds;
+          const current = await delivered.write({
+            guard: { ...guard },
+            record,
+            release: caughtUp || yielding,
+          });
           if (!current) return 'lost';
           if (attempt > 0) logRecovery(endpoint, attempt, failingSince);
-          if (release) return 'released';
+          if (caughtUp) return 'released';
+          if (yielding) return 'yielded';
           secrets = current;
           guard.from = sequence;
           attempt = 0;
@@ -260,8 +310,11 @@ export function startWebhookDispatcher(
     );
   };
 
+  /** Endpoints of each account this dispatcher runs. */
+  const perAccount = new Map<string, number>();
   const start = (endpoint: ClaimedEndpoint) => {
     const wakesBefore = wakes;
+    perAccount.set(endpoint.accountId, (perAccount.get(endpoint.accountId) ?? 0) + 1);
     const task = (async () => {
       let end: RunEnd | 'failed';
       try {
@@ -281,9 +334,14 @@ export function startWebhookDispatcher(
       }
       const wasFull = running.size >= maxActive;
       running.delete(endpoint.id);
-      // Taken back by the API, woken while busy with it (it may have news), or a slot came free
-      // with endpoints waiting: look again now.
-      if (end === 'lost' || wakes !== wakesBefore || wasFull) wake();
+      const ofAccount = perAccount.get(endpoint.accountId) ?? 1;
+      if (ofAccount <= 1) perAccount.delete(endpoint.accountId);
+      else perAccount.set(endpoint.accountId, ofAccount - 1);
+      // The account was at its share: its other endpoints may be due, held back by it.
+      const accountWasFull = ofAccount >= MAX_LEASED_PER_ACCOUNT;
+      // Taken back by the API, given back with more to deliver, woken while busy with it (it may
+      // have news), or a slot came free with endpoints waiting: look again now.
+      if (end === 'lost' || end === 'yielded' || wakes !== wakesBefore || wasFull || accountWasFull) wake();
     })();
     running.set(endpoint.id, task);
   };

@@ -47,6 +47,12 @@ const ACTION = 'Managing webhooks';
 
 export const DELIVERY_PAGE_DEFAULT = 20;
 export const DELIVERY_PAGE_MAX = 100;
+/**
+ * Events one replay may send (issue 49): a replay asking for more is refused with the number it
+ * would send, so a tenant cannot queue its whole kept log (and a delivery log row per event) at
+ * once. One replay per endpoint is in flight at a time.
+ */
+export const MAX_REPLAY_EVENTS = 1_000;
 
 /** A new endpoint with its signing secret: the only time the secret is shown. */
 export async function createWebhook(
@@ -145,14 +151,32 @@ export async function replayWebhook(
       },
     );
   const result = found(
-    isWebhookId(id) ? await replayWebhookRow(deps.db, caller.accountId, id, from) : undefined,
+    isWebhookId(id)
+      ? await replayWebhookRow(deps.db, caller.accountId, id, from, MAX_REPLAY_EVENTS)
+      : undefined,
     id,
   );
-  if (result === 'beyond')
-    throw new AppError('invalid_request', `after: ${from} is past the account's last event`, {
-      field: 'after',
-    });
-  return { id: result.id, replayFrom: result.delivered_through };
+  if (!('kind' in result)) return { id: result.id, replayFrom: result.delivered_through };
+  switch (result.kind) {
+    case 'beyond':
+      throw new AppError('invalid_request', `after: ${from} is past the account's last event`, {
+        field: 'after',
+      });
+    case 'in-flight':
+      throw new AppError(
+        'conflict',
+        `A replay of this endpoint is still being sent (delivered through event ${result.deliveredThrough} ` +
+          `of ${result.replayThrough}): one replay at a time; ask again once it is done`,
+        { deliveredThrough: String(result.deliveredThrough), replayThrough: String(result.replayThrough) },
+      );
+    case 'too-many':
+      throw new AppError(
+        'invalid_request',
+        `after: this replay would send ${result.events} events; a replay sends at most ${MAX_REPLAY_EVENTS}: ` +
+          'replay from a later cursor, and the rest after it is done',
+        { field: 'after', events: result.events, maxEvents: MAX_REPLAY_EVENTS },
+      );
+  }
 }
 
 export interface DeliveryPage {

@@ -354,7 +354,8 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
       config: { scope: 'read', bucket: 'webhooks' },
       schema: {
         operationId: 'replayWebhook',
-        summary: 'Deliver again, in order, every event after a cursor (none: from the start of the log)',
+        summary:
+          'Deliver again, in order, every event after a cursor (none: from the start of the log); at most 1,000 events, one replay in flight per endpoint',
         tags,
         params: idParams,
         body: replayBody,
@@ -371,8 +372,11 @@ export function registerWebhookRoutes(api: FastifyInstance, deps: ApiDeps): void
               },
             },
           },
+          // 400 also for a replay of more than 1,000 events (the message names how many); 409 while
+          // the endpoint's previous replay is still being sent.
           400: errorBody,
           404: errorBody,
+          409: errorBody,
           ...authErrors,
         },
       },

@@ -392,7 +392,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Deliver again, in order, every event after a cursor (none: from the start of the log) */
+        /** Deliver again, in order, every event after a cursor (none: from the start of the log); at most 1,000 events, one replay in flight per endpoint */
         post: operations["replayWebhook"];
         delete?: never;
         options?: never;
@@ -2855,6 +2855,15 @@ export interface operations {
             };
             /** @description Not Found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -60,7 +60,7 @@ describe('webhook delivery across a crash', { timeout: 180_000 }, () => {
       return 200;
     });
     const { secret } = await createWebhook(
-      { db: env.app.db, webhookUrlPolicy: env.app.webhookUrlPolicy },
+      { db: env.app.db, webhookUrlPolicy: env.app.webhookUrlPolicy, webhookSecrets: env.app.webhookSecrets },
       owner,
       {
         url: hook.url,

@@ -263,7 +263,11 @@ describe('REST /api/v1/webhooks', () => {
       .select(['secret', 'previous_secret'])
       .where('id', '=', id)
       .executeTakeFirstOrThrow();
-    expect(row).toEqual({ secret: answer.body.secret, previous_secret: secret });
+    // Both sealed (issue 49), each opening to the secret its owner was shown.
+    expect(row.secret).toMatch(/^whseal1\./);
+    expect(row.previous_secret).toMatch(/^whseal1\./);
+    expect(env.app.webhookSecrets.open(row.secret, id)).toBe(answer.body.secret);
+    expect(env.app.webhookSecrets.open(row.previous_secret!, id)).toBe(secret);
   });
 
   test('enable turns a disabled endpoint on with a fresh attempt state; the cursor stays', async () => {

@@ -37,6 +37,7 @@ export function startWebhookDispatcherLoop(
       sender,
       logger: log,
       retryWindowMs: app.config.WEBHOOK_RETRY_WINDOW_MS,
+      webhookSecrets: app.webhookSecrets,
       onAttempt: (outcome) => app.metrics.webhookAttempts.inc({ outcome }),
     },
     dispatcherOptions,

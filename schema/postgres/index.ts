@@ -21,6 +21,7 @@ import * as setLikeFunction from './2026_11_25_a_set_like_function.js';
 import * as paymentFinality from './2026_11_27_a_payment_finality.js';
 import * as eventLog from './2026_11_27_b_event_log.js';
 import * as accountEventSources from './2026_11_27_c_account_event_sources.js';
+import * as sealedWebhookSecrets from './2026_11_29_b_sealed_webhook_secrets.js';
 import * as depositFinality from './2026_11_29_c_deposit_finality.js';
 import * as webhookFairness from './2026_11_29_a_webhook_fairness.js';
 
@@ -53,6 +54,7 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_27_a_payment_finality': paymentFinality,
   '2026_11_27_b_event_log': eventLog,
   '2026_11_27_c_account_event_sources': accountEventSources,
+  '2026_11_29_b_sealed_webhook_secrets': sealedWebhookSecrets,
   '2026_11_29_c_deposit_finality': depositFinality,
   '2026_11_29_a_webhook_fairness': webhookFairness,
 };

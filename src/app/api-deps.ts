@@ -14,6 +14,8 @@ import type { LedgerStore } from '../domain/ledger/ledger-store.port.js';
 import type { HealthReport } from '../domain/health/health.service.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { WebhookUrlPolicy } from '../domain/webhooks/url-policy.js';
+import type { WebhookSecretBox } from '../domain/webhooks/webhook-secret-box.js';
+import type { HostResolver } from '../adapters/http/webhook-address.js';
 
 /** From CORS_ORIGINS, METRICS_TOKEN and NODE_ENV (src/app/http-exposure.ts). */
 export interface HttpExposure {
@@ -81,4 +83,8 @@ export interface ApiDeps extends WritePathDeps {
   trustProxyHops: number;
   /** Which webhook URLs may be registered (WEBHOOK_ALLOW_LOOPBACK, NODE_ENV). */
   webhookUrlPolicy: WebhookUrlPolicy;
+  /** Seals webhook secrets with the master key before they are stored, and opens them to sign. */
+  webhookSecrets: WebhookSecretBox;
+  /** Resolves webhook hosts at registration; tests inject names. @defaultValue the OS resolver */
+  resolveHost?: HostResolver;
 }

@@ -20,6 +20,7 @@ import { pingSolana } from '../adapters/solana/index.js';
 import type { Config } from '../config/index.js';
 import type { HealthReport } from '../domain/health/health.service.js';
 import { webhookUrlPolicyOf } from '../domain/webhooks/url-policy.js';
+import { createWebhookSecretBox } from '../domain/webhooks/webhook-secret-box.js';
 import { createMetrics, QUEUE_STATES, type Metrics } from '../observability/metrics.js';
 import type { ApiDeps } from './api-deps.js';
 import { createChangeSignals } from './change-signals.js';
@@ -28,6 +29,7 @@ import { httpExposureOf } from './http-exposure.js';
 import { cachedApiKeyStore, signallingAccountStore, signallingFollowStore } from './identity-stores.js';
 import { publicRpcUrlOf } from './public-rpc-url.js';
 import type { ServiceEndpoints } from './service-endpoints.js';
+import { sealStoredWebhookSecrets } from './webhooks/seal-stored-secrets.js';
 import { createCoreServices, resolveMasterKey, type CoreServices } from './wiring-core.js';
 
 /*
@@ -109,6 +111,8 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
     : unconfiguredClickHouse(config.CLICKHOUSE_DATABASE);
   // The RPC client and its status poller are the core's, with the stores over the write pool.
   const core = createCoreServices(config, logger, db, stack.solana.url, masterKey);
+  // Webhook signing secrets are sealed with a key derived from the master key, as wallets are.
+  const webhookSecrets = createWebhookSecretBox(masterKey);
 
   // 4. The stores the transports see: read caches and change signals around the core's.
   // Key lookups are on the request path of every read: they use the read pool. (A key's last-use
@@ -187,6 +191,9 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
     checkHealth,
     migrate: async () => {
       const postgres = await migratePostgres(db);
+      // Secrets stored in clear before they were sealed: the master key is ours, not Postgres'.
+      const sealed = await sealStoredWebhookSecrets(db, webhookSecrets);
+      if (sealed > 0) logger.info(`sealed the signing secrets of ${sealed} webhook endpoint(s)`);
       const ch = clickhouse.configured ? await migrateClickHouse(clickhouse) : { applied: [] };
       return { postgres: postgres.applied, clickhouse: ch.applied };
     },
@@ -200,6 +207,7 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
       production: config.NODE_ENV === 'production',
       allowLoopback: config.WEBHOOK_ALLOW_LOOPBACK,
     }),
+    webhookSecrets,
     rateLimiter,
     // The reverse of the order above: what uses a client stops before the client closes.
     close: async () => {

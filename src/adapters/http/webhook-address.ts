@@ -1,5 +1,10 @@
 import { lookup } from 'node:dns/promises';
-import { judgeAddresses, parseWebhookUrl, type WebhookUrlPolicy } from '../../domain/webhooks/url-policy.js';
+import {
+  judgeAddress,
+  judgeAddresses,
+  parseWebhookUrl,
+  type WebhookUrlPolicy,
+} from '../../domain/webhooks/url-policy.js';
 
 /** Resolves a hostname to every address it has (IPv4 and IPv6), as text. */
 export type HostResolver = (hostname: string) => Promise<string[]>;
@@ -34,6 +39,18 @@ export const resolveHost: HostResolver = async (hostname) => {
 };
 
 /**
+ * The one refusal of a name that does not resolve or resolves to a non-public address (issue 49).
+ * The two read the same, and neither names an address nor the resolver's error: what a name
+ * resolves to from inside our network (`https://redis/` -> 172.18.0.5) and whether it exists there
+ * at all are facts about our network, and an account probing names would otherwise map it.
+ */
+export const NOT_PUBLIC_REASON =
+  'the host does not resolve, or resolves to a private address (or another address that is not public: ' +
+  'loopback, link-local, reserved...): webhooks go to public addresses only';
+/** A lookup that failed for another reason than the name not existing (no answer, SERVFAIL). */
+export const UNRESOLVED_REASON = 'the host could not be resolved just now: try again later';
+
+/**
  * Whether the service may POST to `url`: at registration and again before every delivery, since
  * what a name resolves to can change between the two (DNS rebinding). Resolves the host (an IP
  * literal is taken as it is) and refuses when ANY address is not public unicast, or loopback where
@@ -54,11 +71,17 @@ export async function checkWebhookUrl(
     try {
       addresses = await resolve(parsed.host);
     } catch (error) {
+      // The resolver's own words (its code, its message) stay here: they describe our DNS.
       const code = (error as { code?: unknown }).code;
-      const why = code === 'ENOTFOUND' || code === 'ENODATA' ? 'does not resolve' : 'could not be resolved';
-      return { ok: false, reason: `${parsed.host} ${why}${typeof code === 'string' ? ` (${code})` : ''}` };
+      const missing = code === 'ENOTFOUND' || code === 'ENODATA';
+      return { ok: false, reason: missing ? NOT_PUBLIC_REASON : UNRESOLVED_REASON };
     }
   }
   const verdict = judgeAddresses(parsed.url, addresses, policy);
-  return verdict.ok ? { ok: true, url: parsed.url, addresses } : verdict;
+  if (verdict.ok) return { ok: true, url: parsed.url, addresses };
+  // An IP literal is the client's own text: its range (10.0.0.0/8, IPv4-mapped...) is no news to
+  // it and helps it fix the URL. What a name resolved to is ours: one refusal, whatever it was.
+  if (parsed.literal) return verdict;
+  const notPublic = addresses.length === 0 || addresses.some((address) => !judgeAddress(address, policy).ok);
+  return notPublic ? { ok: false, reason: NOT_PUBLIC_REASON } : verdict;
 }

@@ -126,9 +126,10 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
     send: async (endpointId, request) => {
       const started = performance.now();
       const elapsed = () => Math.round(performance.now() - started);
-      const checked = await checkWebhookUrl(request.url, policy, resolve).catch((error: unknown) => ({
+      const checked = await checkWebhookUrl(request.url, policy, resolve).catch(() => ({
         ok: false as const,
-        reason: `address check failed: ${messageOf(error)}`,
+        // Its message may name what the host resolved to: the delivery log says only that it failed.
+        reason: 'address check failed',
       }));
       if (!checked.ok) {
         return {
@@ -242,20 +243,34 @@ function post(
   });
 }
 
-/** Socket errors in the words of the delivery log. */
+/**
+ * Socket and TLS errors in the words of the delivery log, which the endpoint's owner reads: a
+ * generic phrase per kind, never the error's own message (node's name the address connected to,
+ * `connect ECONNREFUSED 203.0.113.5:443`, and a certificate's names and IPs).
+ */
 const SOCKET_ERRORS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
   ECONNRESET: 'connection reset before an answer',
+  EPIPE: 'connection reset before an answer',
+  ECONNABORTED: 'connection reset before an answer',
   ETIMEDOUT: 'connection timed out',
   EHOSTUNREACH: 'host unreachable',
   ENETUNREACH: 'host unreachable',
+  EHOSTDOWN: 'host unreachable',
+  CERT_HAS_EXPIRED: 'TLS certificate expired',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'TLS certificate not valid for the host',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'TLS certificate not trusted (self-signed)',
+  SELF_SIGNED_CERT_IN_CHAIN: 'TLS certificate not trusted (self-signed)',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'TLS certificate not trusted',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'TLS certificate not trusted',
+  HPE_INVALID_CONSTANT: 'the answer is not HTTP',
+  HPE_INVALID_STATUS: 'the answer is not HTTP',
 };
 
 function describeError(error: Error & { code?: string }): string {
-  if (error.code === undefined) return error.message;
-  return SOCKET_ERRORS[error.code] ?? `${error.code}: ${error.message}`;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  const known = error.code === undefined ? undefined : SOCKET_ERRORS[error.code];
+  if (known) return known;
+  if (error.code?.startsWith('ERR_SSL') || error.code?.includes('CERT')) return 'TLS handshake failed';
+  if (error.code?.startsWith('HPE_')) return 'the answer is not HTTP';
+  return 'connection failed';
 }

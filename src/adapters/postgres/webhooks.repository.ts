@@ -37,7 +37,7 @@ export type WebhookDeliveryRow = Omit<Selectable<WebhookDeliveriesTable>, 'endpo
 export async function insertWebhookWithinLimit(
   db: Db,
   accountId: string,
-  endpoint: { url: string; eventTypes: readonly string[]; secret: string },
+  endpoint: { id: string; url: string; eventTypes: readonly string[]; sealedSecret: string },
   max: number,
 ): Promise<WebhookEndpointRow | 'limit'> {
   return db.transaction().execute(async (trx) => {
@@ -56,10 +56,12 @@ export async function insertWebhookWithinLimit(
     return trx
       .insertInto('webhook_endpoints')
       .values({
+        // The id the secret was sealed for (its associated data): chosen by the caller.
+        id: endpoint.id,
         account_id: accountId,
         url: endpoint.url,
         event_types: [...endpoint.eventTypes],
-        secret: endpoint.secret,
+        secret: endpoint.sealedSecret,
         delivered_through: sql<bigint>`coalesce(
           (SELECT last_sequence FROM account_event_heads WHERE account_id = ${accountId}), 0)`,
       })
@@ -107,7 +109,7 @@ export async function rotateWebhookSecret(
   db: Db,
   accountId: string,
   id: string,
-  secret: string,
+  sealedSecret: string,
   previousTtlMs: number,
 ): Promise<{ id: string; previous_secret_expires_at: Date } | undefined> {
   const row = await db
@@ -116,7 +118,7 @@ export async function rotateWebhookSecret(
       // SET reads the row as it was: previous_secret takes the secret being replaced.
       previous_secret: sql<string>`secret`,
       previous_secret_expires_at: sql<Date>`now() + make_interval(secs => ${previousTtlMs / 1000})`,
-      secret,
+      secret: sealedSecret,
       updated_at: sql<Date>`now()`,
     })
     .where('account_id', '=', accountId)

@@ -25,6 +25,7 @@ import {
 import { EVENT_TYPES, type AccountEvent } from '../../domain/events/event-types.js';
 import { afterFailure } from '../../domain/webhooks/retry-schedule.js';
 import { signatureHeader } from '../../domain/webhooks/signature.js';
+import type { WebhookSecretBox } from '../../domain/webhooks/webhook-secret-box.js';
 import { deliveredRecords } from './delivered-records.js';
 
 /** Endpoints delivered to at once by one dispatcher (each one event at a time). */
@@ -66,6 +67,8 @@ export interface WebhookDispatcherDeps {
   logger: Logger;
   /** How long a failing event is retried before its endpoint is disabled (WEBHOOK_RETRY_WINDOW_MS). */
   retryWindowMs: number;
+  /** Opens the sealed secrets the endpoints' rows hold (kept unsealed in memory: cheap per delivery). */
+  webhookSecrets: Pick<WebhookSecretBox, 'open'>;
   now?: () => Date;
   /** Told each attempt's outcome (the metrics' ledgerfeed_webhook_attempts_total). */
   onAttempt?: (kind: WebhookAttemptKind) => void;
@@ -170,11 +173,12 @@ export function startWebhookDispatcher(
       secrets.previousSecretExpiresAt > at
         ? [secrets.secret, secrets.previousSecret]
         : [secrets.secret];
+    const opened = signing.map((sealed) => deps.webhookSecrets.open(sealed, endpoint.id));
     return sender.send(endpoint.id, {
       url: endpoint.url,
       body,
       headers: {
-        'Ledgerfeed-Signature': signatureHeader(signing, Math.floor(at.getTime() / 1000), body),
+        'Ledgerfeed-Signature': signatureHeader(opened, Math.floor(at.getTime() / 1000), body),
         'Ledgerfeed-Event-Id': event.id,
         'Ledgerfeed-Event-Type': event.type,
       },

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { checkWebhookUrl, type HostResolver } from '../../adapters/http/webhook-address.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import {
@@ -25,6 +26,7 @@ import {
   type WebhookDelivery,
   type WebhookEndpoint,
 } from '../../domain/webhooks/webhook-endpoint.js';
+import type { WebhookSecretBox } from '../../domain/webhooks/webhook-secret-box.js';
 import { generateWebhookSecret } from '../../domain/webhooks/webhook-secret.js';
 
 /*
@@ -37,6 +39,8 @@ import { generateWebhookSecret } from '../../domain/webhooks/webhook-secret.js';
 export interface WebhookManagementDeps {
   db: Db;
   webhookUrlPolicy: WebhookUrlPolicy;
+  /** Seals a secret before it is stored: Postgres never holds one in clear. */
+  webhookSecrets: Pick<WebhookSecretBox, 'seal'>;
   /** Tests inject names; @defaultValue the OS resolver */
   resolveHost?: HostResolver;
 }
@@ -65,10 +69,12 @@ export async function createWebhook(
   const checked = await checkWebhookUrl(input.url, deps.webhookUrlPolicy, deps.resolveHost);
   if (!checked.ok) throw new AppError('invalid_request', `url refused: ${checked.reason}`, { field: 'url' });
   const secret = generateWebhookSecret();
+  // The id is chosen here: the sealed secret is bound to it.
+  const id = randomUUID();
   const row = await insertWebhookWithinLimit(
     deps.db,
     caller.accountId,
-    { url: checked.url.href, eventTypes, secret },
+    { id, url: checked.url.href, eventTypes, sealedSecret: deps.webhookSecrets.seal(secret, id) },
     MAX_WEBHOOK_ENDPOINTS,
   );
   if (row === 'limit') {
@@ -111,7 +117,13 @@ export async function rotateWebhookSecret(
   const secret = generateWebhookSecret();
   const row = found(
     isWebhookId(id)
-      ? await rotateWebhookSecretRow(deps.db, caller.accountId, id, secret, PREVIOUS_SECRET_TTL_MS)
+      ? await rotateWebhookSecretRow(
+          deps.db,
+          caller.accountId,
+          id,
+          deps.webhookSecrets.seal(secret, id),
+          PREVIOUS_SECRET_TTL_MS,
+        )
       : undefined,
     id,
   );

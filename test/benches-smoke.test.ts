@@ -85,6 +85,14 @@ const SMOKE_BENCHES: SmokeBench[] = [
       /^PASS: webhooks$/m,
     ],
   },
+  {
+    script: 'bench:reconciliation-csv',
+    figures: [
+      /^ok rows: \d+ downloaded, \d+ in ClickHouse$/m,
+      /^(PASS|MISS) service RSS growth \d+ MB/m,
+      /^PASS: reconciliation CSV/m,
+    ],
+  },
 ];
 
 /** Benches that a test file of their own runs in a short mode already (not run twice). */

@@ -138,6 +138,7 @@ describe('finance reads', () => {
       chain_total_usd: 5.6,
       matched: 5,
       exception_counts: { amount_mismatch: 1, wrong_party: 0, missing: 0 },
+      has_more: false,
     });
     expect(report.exceptions).toEqual([
       expect.objectContaining({

@@ -1,3 +1,9 @@
-export { createClickHouse, type ClickHouse, type ClickHouseTarget } from './clickhouse.js';
+export {
+  createClickHouse,
+  type ClickHouse,
+  type ClickHouseTarget,
+  type StreamFormat,
+  type StreamQuery,
+} from './clickhouse.js';
 export { unconfiguredClickHouse } from './unconfigured-clickhouse.js';
 export { migrateClickHouse, loadClickHouseMigrations, splitStatements } from './migrator.js';

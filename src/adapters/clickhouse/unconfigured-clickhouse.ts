@@ -29,6 +29,13 @@ export function unconfiguredClickHouse(database: string): ClickHouse {
     table: (name) => `\`${database}\`.\`${name}\``,
     insertRows: () => Promise.reject(refusal()),
     insertTabSeparated: () => Promise.reject(refusal()),
+    streamRows: () => refusedStream(refusal),
+    streamBytes: () => refusedStream(refusal),
     close: () => Promise.resolve(),
   };
+}
+
+/** An iteration that throws `refusal()` at its first step. */
+function refusedStream(refusal: () => AppError): AsyncIterable<never> {
+  return { [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(refusal()) }) };
 }

@@ -29,6 +29,7 @@ const reconciliationReport = {
     'exception_counts',
     'payment_counts',
     'exceptions',
+    'has_more',
   ],
   properties: {
     date: { type: 'string', description: 'The ledger day, YYYY-MM-DD (UTC)' },
@@ -54,7 +55,8 @@ const reconciliationReport = {
     },
     exceptions: {
       type: 'array',
-      description: `Every exception of the day (at most 100,000), not_finalized included`,
+      description:
+        'The exceptions of the day, not_finalized included: every one, or the first 100,000 when has_more is true',
       items: {
         type: 'object',
         required: [...EXCEPTION_FIELDS],
@@ -73,6 +75,15 @@ const reconciliationReport = {
         },
       },
     },
+    has_more: {
+      type: 'boolean',
+      description:
+        'True when the day has more exceptions than `exceptions` lists (100,000): the CSV holds every verdict, GraphQL reconciliationExceptions(day:) pages through every exception',
+    },
+    message: {
+      type: 'string',
+      description: 'Present only when has_more: says that the list is cut and where the whole is',
+    },
   },
 };
 
@@ -85,7 +96,7 @@ export const reconciliationAnswer = {
       schema: {
         type: 'string',
         description:
-          'A header line (ledger_day,movement_id,signature,status,ledger_amount_usd,chain_amount_usd,commitment,detail,checked_at), then one line per ledger movement; CRLF line ends. Sent as an attachment (reconciliation-YYYY-MM-DD.csv)',
+          'A header line (ledger_day,movement_id,signature,status,ledger_amount_usd,chain_amount_usd,commitment,detail,checked_at), then one line per ledger movement, every verdict of the day however many (streamed, in movement id order); CRLF line ends. Sent as an attachment (reconciliation-YYYY-MM-DD.csv). A body that fails midway is cut (the connection is reset, the chunked encoding never ends): a complete download ends cleanly',
       },
     },
   },

@@ -1,9 +1,11 @@
-import type { FastifyInstance } from 'fastify';
+import { Readable } from 'node:stream';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { typedRoutes } from './typed-routes.js';
 import {
   parseDay,
   reconciliationExceptions,
   reconciliationSummary,
+  reconciliationVerdicts,
   type ReconciliationRow,
 } from '../../app/analytics/analytics-reads.js';
 import { formatMicroUsd } from '../../domain/money/usd.js';
@@ -14,8 +16,14 @@ import { requireFinance } from '../../domain/auth/access-rules.js';
 import { EXCEPTION_FIELDS, reconciliationAnswer } from './finance-schemas.js';
 import { authErrors, errorBody } from './schemas.js';
 
-/** A day's report lists at most this many verdicts (CSV) or exceptions (JSON). */
-const REPORT_MAX_ROWS = 100_000;
+/**
+ * The JSON report lists at most this many exceptions (it is built whole); past it, `has_more` says
+ * so. The CSV has no bound: it streams every verdict of the day.
+ */
+const REPORT_MAX_EXCEPTIONS = 100_000;
+
+/** Verdicts per chunk written to the response (one string of ~200 kB). */
+const CSV_ROWS_PER_CHUNK = 1_000;
 
 const CSV_COLUMNS = ['ledger_day', ...EXCEPTION_FIELDS] as const;
 
@@ -24,7 +32,8 @@ const CSV_COLUMNS = ['ledger_day', ...EXCEPTION_FIELDS] as const;
  * ledger vs chain totals, verdict counts, payments by outbox state and exceptions as JSON (the
  * exceptions include the day's payments not finalized 5 minutes after signing, `not_finalized`,
  * read from the outbox now); with `Accept: text/csv`, every verdict the reconciler recorded for the
- * day as CSV (one row per ledger movement), the proof finance files.
+ * day as CSV (one row per ledger movement), the proof finance files, streamed from ClickHouse as
+ * the client reads it (see csvResponse).
  */
 export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void {
   typedRoutes(api).get(
@@ -47,18 +56,14 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
       const viewer = request.viewer!;
       requireFinance(viewer, 'The reconciliation report');
       const day = parseDay(request.query.date, 'date');
-      const wantsCsv = /\btext\/csv\b/.test(request.headers.accept ?? '');
-      const { rows } = await reconciliationExceptions(deps, {
-        day,
-        first: REPORT_MAX_ROWS,
-        includeMatched: wantsCsv,
-      });
-      if (wantsCsv) {
+      if (/\btext\/csv\b/.test(request.headers.accept ?? '')) {
+        const body = await csvResponse(deps, day, request.log);
         return reply
           .type('text/csv; charset=utf-8')
           .header('content-disposition', `attachment; filename="reconciliation-${day}.csv"`)
-          .send(toCsv(rows));
+          .send(body);
       }
+      const { rows, hasMore } = await reconciliationExceptions(deps, { day, first: REPORT_MAX_EXCEPTIONS });
       const [summary] = await reconciliationSummary(deps, day, day);
       return {
         date: day,
@@ -85,27 +90,75 @@ export function registerFinanceRoutes(api: FastifyInstance, deps: ApiDeps): void
           detail: row.detail,
           checked_at: row.checkedAt,
         })),
+        has_more: hasMore,
+        ...(hasMore
+          ? {
+              message:
+                `The day has more than ${REPORT_MAX_EXCEPTIONS} exceptions; only the first ${REPORT_MAX_EXCEPTIONS} are listed. ` +
+                'Every verdict of the day is in the CSV (Accept: text/csv); GraphQL reconciliationExceptions(day:) pages through all exceptions.',
+            }
+          : {}),
       };
     },
   );
 }
 
-function toCsv(rows: readonly ReconciliationRow[]): string {
-  const cell = (value: string) => (/[",\n\r]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value);
-  const lines = rows.map((row) =>
-    [
-      row.day,
-      row.movementId,
-      row.signature,
-      row.status,
-      formatMicroUsd(row.ledgerAmountMicro),
-      formatMicroUsd(row.chainAmountMicro),
-      row.commitment,
-      row.detail,
-      row.checkedAt,
-    ]
-      .map(cell)
-      .join(','),
-  );
-  return [CSV_COLUMNS.join(','), ...lines].join('\r\n') + '\r\n';
+/**
+ * The day's CSV as a byte stream: the header, then every verdict, read from ClickHouse only as fast
+ * as the client takes the response (the Readable pulls the next chunk when the socket drains, and
+ * the ClickHouse read waits for that pull). The query runs and its first rows arrive before the
+ * answer starts, so a refusal or a failing query is still an error answer (503, 500). A failure
+ * after that cannot change the status any more: the stream errors, Fastify destroys the socket, so
+ * the chunked body never ends cleanly and no client takes a cut file for a whole one, and the log
+ * says why and after how many rows.
+ */
+async function csvResponse(deps: ApiDeps, day: string, log: FastifyBaseLogger): Promise<Readable> {
+  const verdicts = reconciliationVerdicts(deps, day)[Symbol.asyncIterator]();
+  const first = await verdicts.next();
+  async function* chunks(): AsyncGenerator<string> {
+    let rows = 0;
+    try {
+      let lines = [CSV_COLUMNS.join(',')];
+      for (let next = first; !next.done; next = await verdicts.next()) {
+        lines.push(csvLine(next.value));
+        rows += 1;
+        if (lines.length >= CSV_ROWS_PER_CHUNK) {
+          yield lines.join('\r\n') + '\r\n';
+          lines = [];
+        }
+      }
+      if (lines.length > 0) yield lines.join('\r\n') + '\r\n';
+    } catch (error) {
+      log.error(
+        { err: error, day, rows },
+        `reconciliation CSV of ${day} failed after ${rows} rows: the response is cut`,
+      );
+      throw error;
+    }
+  }
+  const body = Readable.from(chunks(), { objectMode: false });
+  // A client gone before the stream started never runs chunks(): end the ClickHouse read here.
+  body.once('close', () => void verdicts.return?.());
+  return body;
+}
+
+/** One verdict as a CSV line (RFC 4180: a cell with a quote, comma or line break is quoted). */
+function csvLine(row: ReconciliationRow): string {
+  return [
+    row.day,
+    row.movementId,
+    row.signature,
+    row.status,
+    formatMicroUsd(row.ledgerAmountMicro),
+    formatMicroUsd(row.chainAmountMicro),
+    row.commitment,
+    row.detail,
+    row.checkedAt,
+  ]
+    .map(csvCell)
+    .join(',');
+}
+
+function csvCell(value: string): string {
+  return /[",\n\r]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }

@@ -216,6 +216,37 @@ export async function reconciliationExceptions(
   return { rows: rows.slice(0, options.first), hasMore: rows.length > options.first };
 }
 
+/**
+ * Every verdict the reconciler recorded for `day` (matched ones too; no `not_finalized`, which is
+ * the outbox's), however many, streamed from ClickHouse as the consumer reads: the day's full
+ * report (the CSV). In the table's order (movement id, signature, ascending), which ClickHouse
+ * reads in order without sorting; one thread and small blocks keep the engine's working set small
+ * (on chdb it is this process's memory: see the adapter's notes on streaming).
+ */
+export function reconciliationVerdicts(
+  deps: { clickhouse: ClickHouse },
+  day: string,
+  options: { signal?: AbortSignal } = {},
+): AsyncIterable<ReconciliationRow> {
+  const ch = deps.clickhouse;
+  const rows = ch.streamRows<Record<string, string>>({
+    query: `SELECT movement_id, signature, toString(ledger_day) AS day, status,
+                   toString(ledger_amount) AS ledger_amount, toString(chain_amount) AS chain_amount,
+                   commitment, detail, toString(checked_at) AS checked_at
+              FROM ${ch.table('reconciliation')} FINAL
+             WHERE ledger_day = {day:Date}
+             ORDER BY ledger_day, movement_id, signature
+             SETTINGS max_threads = 1, max_block_size = 8192`,
+    query_params: { day },
+    ...(options.signal ? { abort_signal: options.signal } : {}),
+  });
+  return {
+    async *[Symbol.asyncIterator]() {
+      for await (const row of rows) yield toRow(row);
+    },
+  };
+}
+
 async function recordedVerdicts(
   ch: ClickHouse,
   options: {

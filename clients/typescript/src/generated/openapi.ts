@@ -587,7 +587,7 @@ export interface operations {
                             finalized: number;
                             failed: number;
                         };
-                        /** @description Every exception of the day (at most 100,000), not_finalized included */
+                        /** @description The exceptions of the day, not_finalized included: every one, or the first 100,000 when has_more is true */
                         exceptions: {
                             movement_id: string;
                             signature: string;
@@ -600,6 +600,10 @@ export interface operations {
                             /** @description When the reconciler recorded the verdict (UTC, YYYY-MM-DD hh:mm:ss[.fff]) */
                             checked_at: string;
                         }[];
+                        /** @description True when the day has more exceptions than `exceptions` lists (100,000): the CSV holds every verdict, GraphQL reconciliationExceptions(day:) pages through every exception */
+                        has_more: boolean;
+                        /** @description Present only when has_more: says that the list is cut and where the whole is */
+                        message?: string;
                     };
                     "text/csv": string;
                 };

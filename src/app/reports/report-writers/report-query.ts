@@ -1,0 +1,82 @@
+import type { ClickHouse } from '../../../adapters/clickhouse/index.js';
+import type { ReportSpec } from '../../../domain/reports/report-kinds.js';
+import { utcDay, utcDaySpan } from '../../../domain/reports/report-format.js';
+import type { ReportSink } from './report-sink.js';
+
+/** ClickHouse's DateTime64(3) text of an instant, in UTC (query parameters). */
+export function chTime(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
+}
+
+/** Streamed reads keep the engine's working set small (on chdb it is this process's memory). */
+export const STREAM_SETTINGS = 'SETTINGS max_threads = 1, max_block_size = 8192';
+
+/** The interval's query parameters every writer uses (`{start:DateTime64(3, 'UTC')}`, ...). */
+export function intervalParams(spec: ReportSpec): Record<string, string> {
+  const start = spec.intervalStart.getTime();
+  const end = spec.intervalEnd.getTime();
+  const span = utcDaySpan(start, end);
+  return {
+    tz: spec.timezone,
+    start: chTime(start),
+    end: chTime(end),
+    firstDay: span.firstDay,
+    lastDay: span.lastDay,
+    fullFromDay: utcDay(span.fullFromMs),
+    fullToDay: utcDay(span.fullToMs),
+    fullFrom: chTime(span.fullFromMs),
+    fullTo: chTime(span.fullToMs),
+  };
+}
+
+/** One column of a report file: how Parquet selects it from the type's base query (typed, exact). */
+export interface ParquetColumn {
+  name: string;
+  /** A ClickHouse expression over the base query's columns. */
+  sql: string;
+}
+
+/**
+ * ClickHouse text of a base-unit amount `expr` (Int64) as a decimal string with `decimals` places
+ * (the Parquet twin of formatUnits: strings, so no column ever holds a float).
+ */
+export function sqlUnits(expr: string, decimalsExpr: string): string {
+  return `concat(if(${expr} < 0, '-', ''), toString(intDiv(abs(${expr}), toInt64(exp10(${decimalsExpr})))), '.',
+                 leftPad(toString(abs(${expr}) % toInt64(exp10(${decimalsExpr}))), ${decimalsExpr}, '0'))`;
+}
+
+/** The decimal places of a ledger currency column (`usdc` 6, `native` 9). */
+export const sqlDecimals = (currencyExpr: string) => `if(${currencyExpr} = 'native', 9, 6)`;
+/** The printed currency of a ledger currency column (see currencySymbol). */
+export const sqlSymbol = (currencyExpr: string, nativeSymbol: string) =>
+  `if(${currencyExpr} = 'native', '${nativeSymbol}', 'USDC')`;
+
+/**
+ * Streams `SELECT <columns> FROM (<base>)` as Parquet into the sink, ClickHouse writing the file
+ * (one row group per block), and counts the rows with the same base query. Times are
+ * DateTime64(3, timezone) (Parquet timestamps), amounts decimal strings.
+ */
+export async function writeParquet(
+  clickhouse: ClickHouse,
+  out: ReportSink,
+  base: { query: string; params: Record<string, unknown> },
+  columns: readonly ParquetColumn[],
+  signal: AbortSignal | undefined,
+): Promise<number> {
+  const projection = columns.map((c) => `${c.sql} AS \`${c.name}\``).join(',\n       ');
+  const chunks = clickhouse.streamBytes({
+    query: `SELECT ${projection} FROM (${base.query}) ${STREAM_SETTINGS}, output_format_parquet_string_as_string = 1`,
+    query_params: base.params,
+    format: 'Parquet',
+    ...(signal ? { abort_signal: signal } : {}),
+  });
+  for await (const chunk of chunks) await out.bytes(chunk);
+  await out.flush();
+  const counted = clickhouse.streamRows<{ n: string }>({
+    query: `SELECT count() AS n FROM (${base.query})`,
+    query_params: base.params,
+    ...(signal ? { abort_signal: signal } : {}),
+  });
+  for await (const row of counted) return Number(row.n);
+  return 0;
+}

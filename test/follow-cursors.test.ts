@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { buildServer } from '../src/api/server.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { postGraphql } from './support/graphql.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 /**
@@ -48,15 +49,7 @@ afterAll(async () => {
 });
 
 async function gql(key: string, query: string, variables: Record<string, unknown> = {}) {
-  const response = await fetch(`${base}/graphql`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${key}`,
-      'content-type': 'application/json',
-      accept: 'application/graphql-response+json',
-    },
-    body: JSON.stringify({ query, variables }),
-  });
+  const response = await postGraphql(base, key, query, variables);
   const body = (await response.json()) as {
     data?: Record<string, any> | null;
     errors?: Array<{ message: string; path?: string[]; extensions?: { code?: string } }>;

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { buildServer } from '../src/api/server.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
+import { postGraphql } from './support/graphql.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 // Postgres `text` cannot hold U+0000: before the rules refused it, each of these reached the
@@ -39,15 +40,7 @@ async function rest(method: string, path: string, body: unknown) {
 }
 
 async function gql(query: string, variables: Record<string, unknown>) {
-  const response = await fetch(`${base}/graphql`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${key}`,
-      'content-type': 'application/json',
-      accept: 'application/graphql-response+json',
-    },
-    body: JSON.stringify({ query, variables }),
-  });
+  const response = await postGraphql(base, key, query, variables);
   return (await response.json()) as { errors?: Array<{ message: string; extensions?: { code?: string } }> };
 }
 

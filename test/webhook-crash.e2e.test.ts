@@ -7,6 +7,7 @@ import { ALL_SCOPES } from '../src/domain/auth/api-key.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 import { until } from './support/until.js';
 import { killChild, startRoleChild } from './support/role-child.js';
+import { likes, stageEvents } from './support/staged-events.js';
 import { startWebhookReceiver, verifiedWith, type WebhookReceiver } from './support/webhook-receiver.js';
 
 /**
@@ -33,17 +34,7 @@ const startWorker = () =>
 
 /** `count` events staged for the account: the worker's sequencer numbers them into its log. */
 async function stage(accountId: string, count: number): Promise<void> {
-  await env.app.db
-    .insertInto('event_staging')
-    .values(
-      Array.from({ length: count }, (_, n) => ({
-        account_id: accountId,
-        type: 'post.liked',
-        data: JSON.stringify({ post_id: `p${n}`, by: 'fan' }),
-        dedupe_key: null,
-      })),
-    )
-    .execute();
+  await stageEvents(env.app.db, likes(accountId, count));
 }
 
 describe('webhook delivery across a crash', { timeout: 180_000 }, () => {

@@ -1,21 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createWebhookSender } from '../src/adapters/http/webhook-sender.js';
-import { sequenceStagedEvents } from '../src/adapters/postgres/event-log.repository.js';
 import {
   createWebhook,
   enableWebhook,
   replayWebhook,
   rotateWebhookSecret,
 } from '../src/app/webhooks/manage-webhooks.js';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
-import { ALL_SCOPES } from '../src/domain/auth/api-key.js';
 import { EVENT_TYPES } from '../src/domain/events/event-types.js';
 import { startWebhookDispatcherLoop, WEBHOOK_USER_AGENT } from '../workers/webhook-dispatcher.loop.js';
-import { openTestEnv } from './support/test-env.js';
+import { loopbackOnlySockets } from './support/loopback-only-sockets.js';
+import { emitEvents, likes } from './support/staged-events.js';
 import { until } from './support/until.js';
+import { openWebhookWorld } from './support/webhook-world.js';
 import {
   signatureCount,
   startWebhookReceiver,
@@ -32,108 +30,21 @@ import {
  * throws before a packet leaves (and is counted), so a refusal is proven without connecting.
  */
 
-const connectAttempts: string[] = [];
-// eslint-disable-next-line @typescript-eslint/unbound-method -- called with the socket as `this` below
-const originalConnect = net.Socket.prototype.connect;
-
-function isLoopback(address: string): boolean {
-  return (
-    address === '::1' || address === 'localhost' || /^127\./.test(address) || address === '::ffff:127.0.0.1'
-  );
-}
-
-beforeAll(() => {
-  vi.spyOn(net.Socket.prototype, 'connect').mockImplementation(function (
-    this: net.Socket,
-    ...args: unknown[]
-  ) {
-    const first = args[0];
-    // net.createConnection hands a pre-normalized [options, callback] array.
-    const options = (
-      Array.isArray(first) ? first[0] : typeof first === 'object' ? first : { host: args[1] }
-    ) as {
-      host?: string;
-      path?: string;
-      lookup?: (hostname: string, options: object, callback: (...result: unknown[]) => void) => void;
-    };
-    if (!options.path) {
-      const host = options.host ?? 'localhost';
-      connectAttempts.push(host);
-      if (net.isIP(host) && !isLoopback(host)) throw new Error(`test guard: no connection to ${host}`);
-      if (!net.isIP(host) && host !== 'localhost') {
-        // A name: only through a lookup that answers loopback (the sender's pinned lookup).
-        const lookup = options.lookup;
-        if (!lookup) throw new Error(`test guard: no connection to ${host} through DNS`);
-        options.lookup = (hostname, lookupOptions, callback) =>
-          lookup(hostname, lookupOptions, (error, address, family) => {
-            const addresses = Array.isArray(address)
-              ? address.map((a: { address: string }) => a.address)
-              : [address];
-            if (!error && addresses.some((a) => !isLoopback(String(a))))
-              return callback(new Error(`test guard: ${host} looked up as ${addresses.join(', ')}`));
-            callback(error, address, family);
-          });
-      }
-    }
-    return originalConnect.apply(this, args as Parameters<typeof originalConnect>);
-  });
-});
-afterAll(() => {
-  vi.restoreAllMocks();
-});
-
-interface Owner {
-  accountId: string;
-  scopes: Set<(typeof ALL_SCOPES)[number]>;
-}
+const connectAttempts = loopbackOnlySockets();
 
 async function openWorld(overrides: Record<string, string> = {}) {
-  const env = await openTestEnv(overrides);
-  const dispatcher = startWebhookDispatcherLoop(env.app);
-  const deps = {
-    db: env.app.db,
-    webhookUrlPolicy: env.app.webhookUrlPolicy,
-    webhookSecrets: env.app.webhookSecrets,
-  };
-  let handles = 0;
+  const world = await openWebhookWorld({ handle: 'hook', env: overrides });
+  const { env, dispatcher } = world;
   return {
-    env,
-    dispatcher,
-    deps,
-    owner: async (): Promise<Owner> => {
-      const account = await createAccount(env.app, { handle: `hook_${++handles}_${env.id.slice(1, 6)}` });
-      return { accountId: account.id, scopes: new Set(ALL_SCOPES) };
+    ...world,
+    deps: {
+      db: env.app.db,
+      webhookUrlPolicy: env.app.webhookUrlPolicy,
+      webhookSecrets: env.app.webhookSecrets,
     },
     /** `count` events staged for the account and numbered into its log, as a change and the sequencer do. */
     emit: async (accountId: string, count: number, type: string = 'post.liked', wake = true) => {
-      const staged = await env.app.db
-        .insertInto('event_staging')
-        .values(
-          Array.from({ length: count }, (_, n) => ({
-            account_id: accountId,
-            type,
-            data: JSON.stringify({ post_id: `p${n}`, by: 'fan' }),
-            dedupe_key: null,
-          })),
-        )
-        .returning('id')
-        .execute();
-      // Until these rows are numbered: a concurrent test's turn may hold the sequencer's lock (its
-      // call then moves nothing), and that turn may have started before these rows committed.
-      for (;;) {
-        await sequenceStagedEvents(env.app.db, 1_000);
-        const left = await env.app.db
-          .selectFrom('event_staging')
-          .select('id')
-          .where(
-            'id',
-            'in',
-            staged.map((row) => row.id),
-          )
-          .execute();
-        if (left.length === 0) break;
-        await sleep(5);
-      }
+      await emitEvents(env.app.db, likes(accountId, count, type));
       if (wake) dispatcher.wake();
     },
     deliveries: (endpointId: string) =>
@@ -143,17 +54,6 @@ async function openWorld(overrides: Record<string, string> = {}) {
         .where('endpoint_id', '=', endpointId)
         .orderBy('id')
         .execute(),
-    endpoint: (endpointId: string) =>
-      env.app.db
-        .selectFrom('webhook_endpoints')
-        .selectAll()
-        .where('id', '=', endpointId)
-        .executeTakeFirstOrThrow(),
-    close: async (receivers: WebhookReceiver[]) => {
-      await dispatcher.stop();
-      for (const receiver of receivers) await receiver.close();
-      await env.close();
-    },
   };
 }
 

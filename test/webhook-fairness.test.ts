@@ -4,16 +4,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { sequenceStagedEvents } from '../src/adapters/postgres/event-log.repository.js';
 import { buildServer } from '../src/api/server.js';
 import { DELIVERY_LOG_KEEP } from '../src/app/webhooks/deliver-webhooks.js';
 import { createWebhook, MAX_REPLAY_EVENTS, replayWebhook } from '../src/app/webhooks/manage-webhooks.js';
-import { createAccount } from '../src/domain/accounts/accounts.service.js';
-import { ALL_SCOPES } from '../src/domain/auth/api-key.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
-import { startWebhookDispatcherLoop } from '../workers/webhook-dispatcher.loop.js';
-import { openTestEnv } from './support/test-env.js';
+import type { startWebhookDispatcherLoop } from '../workers/webhook-dispatcher.loop.js';
+import { emitEvents, likes } from './support/staged-events.js';
 import { until } from './support/until.js';
+import { openWebhookWorld, type Owner } from './support/webhook-world.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 
 /**
@@ -22,60 +20,18 @@ import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-re
  * metrics. Against real Postgres and receivers on 127.0.0.1, with the worker role's dispatcher.
  */
 
-interface Owner {
-  accountId: string;
-  scopes: Set<(typeof ALL_SCOPES)[number]>;
-}
-
 async function openWorld(dispatcherOptions: Parameters<typeof startWebhookDispatcherLoop>[1] = {}) {
-  const env = await openTestEnv();
-  const dispatcher = startWebhookDispatcherLoop(env.app, dispatcherOptions);
-  // What the REST routes and GraphQL resolvers pass the management core: the app itself.
-  const deps = env.app;
-  let handles = 0;
+  const world = await openWebhookWorld({ handle: 'fair', dispatcher: dispatcherOptions });
+  const { env, dispatcher } = world;
   return {
-    env,
-    dispatcher,
-    deps,
-    owner: async (): Promise<Owner> => {
-      const account = await createAccount(env.app, { handle: `fair_${++handles}_${env.id.slice(1, 6)}` });
-      return { accountId: account.id, scopes: new Set(ALL_SCOPES) };
-    },
+    ...world,
+    // What the REST routes and GraphQL resolvers pass the management core: the app itself.
+    deps: env.app,
     /** `count` events staged for each account and numbered into their logs, as changes and the sequencer do. */
     emit: async (accountIds: readonly string[], count: number, wake = true) => {
-      const staged = await env.app.db
-        .insertInto('event_staging')
-        .values(
-          accountIds.flatMap((accountId) =>
-            Array.from({ length: count }, (_, n) => ({
-              account_id: accountId,
-              type: 'post.liked',
-              data: JSON.stringify({ post_id: `p${n}`, by: 'fan' }),
-              dedupe_key: null,
-            })),
-          ),
-        )
-        .returning('id')
-        .execute();
-      const ids = staged.map((row) => row.id);
-      for (;;) {
-        await sequenceStagedEvents(env.app.db, 10_000);
-        const left = await env.app.db
-          .selectFrom('event_staging')
-          .select('id')
-          .where('id', 'in', ids)
-          .execute();
-        if (left.length === 0) break;
-        await sleep(5);
-      }
+      await emitEvents(env.app.db, likes(accountIds, count), { batch: 10_000 });
       if (wake) dispatcher.wake();
     },
-    endpoint: (endpointId: string) =>
-      env.app.db
-        .selectFrom('webhook_endpoints')
-        .selectAll()
-        .where('id', '=', endpointId)
-        .executeTakeFirstOrThrow(),
     /** The endpoint's delivered_through, as a number (until() prints what it last read). */
     through: async (endpointId: string) =>
       Number(
@@ -96,11 +52,6 @@ async function openWorld(dispatcherOptions: Parameters<typeof startWebhookDispat
           env.app.db,
         )
       ).rows[0]!,
-    close: async (receivers: Array<{ close(): Promise<void> }>) => {
-      await dispatcher.stop();
-      for (const receiver of receivers) await receiver.close();
-      await env.close();
-    },
   };
 }
 

@@ -1,15 +1,15 @@
-import net from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { HostResolver } from '../src/adapters/http/webhook-address.js';
-import { sequenceStagedEvents } from '../src/adapters/postgres/event-log.repository.js';
 import { buildServer } from '../src/api/server.js';
 import { createWebhook, webhookDeliveries } from '../src/app/webhooks/manage-webhooks.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { ALL_SCOPES } from '../src/domain/auth/api-key.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { startWebhookDispatcherLoop } from '../workers/webhook-dispatcher.loop.js';
+import { postGraphql } from './support/graphql.js';
+import { loopbackOnlySockets } from './support/loopback-only-sockets.js';
+import { emitEvents } from './support/staged-events.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 import { until } from './support/until.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
@@ -25,33 +25,7 @@ import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-re
  * every connection this process opens goes through a guard that throws for anything but loopback.
  */
 
-const connectAttempts: string[] = [];
-// eslint-disable-next-line @typescript-eslint/unbound-method -- called with the socket as `this` below
-const originalConnect = net.Socket.prototype.connect;
-
-beforeAll(() => {
-  vi.spyOn(net.Socket.prototype, 'connect').mockImplementation(function (
-    this: net.Socket,
-    ...args: unknown[]
-  ) {
-    const first = args[0];
-    const options = (
-      Array.isArray(first) ? first[0] : typeof first === 'object' ? first : { host: args[1] }
-    ) as { host?: string; path?: string; lookup?: unknown };
-    if (!options.path) {
-      const host = options.host ?? 'localhost';
-      connectAttempts.push(host);
-      const loopback = host === 'localhost' || host === '::1' || /^127\./.test(host);
-      // A name other than localhost connects only through the sender's pinned lookup (checked there).
-      if (net.isIP(host) ? !loopback : !loopback && !options.lookup)
-        throw new Error(`test guard: no connection to ${host}`);
-    }
-    return originalConnect.apply(this, args as Parameters<typeof originalConnect>);
-  });
-});
-afterAll(() => {
-  vi.restoreAllMocks();
-});
+const connectAttempts = loopbackOnlySockets();
 
 /** What a resolver's table holds now; a name missing from it fails as getaddrinfo does. */
 const dns: Record<string, string[] | 'EAI_AGAIN'> = {
@@ -155,18 +129,12 @@ describe('registration refusals', () => {
   test('GraphQL createWebhook refuses the same way (BAD_USER_INPUT), nothing registered', async () => {
     const { key } = await owner();
     for (const url of ['https://redis/', 'https://no-such-host.internal/']) {
-      const response = await fetch(`${base}/graphql`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${key}`,
-          'content-type': 'application/json',
-          accept: 'application/graphql-response+json',
-        },
-        body: JSON.stringify({
-          query: 'mutation ($url: String!) { createWebhook(url: $url) { secret } }',
-          variables: { url },
-        }),
-      });
+      const response = await postGraphql(
+        base,
+        key,
+        'mutation ($url: String!) { createWebhook(url: $url) { secret } }',
+        { url },
+      );
       const answer = (await response.json()) as {
         errors?: Array<{ message: string; extensions: { code: string } }>;
       };
@@ -195,25 +163,9 @@ describe('the delivery log', () => {
   });
 
   async function emit(accountId: string) {
-    const [staged] = await env.app.db
-      .insertInto('event_staging')
-      .values({
-        account_id: accountId,
-        type: 'post.liked',
-        data: JSON.stringify({ post_id: 'p', by: 'fan' }),
-      })
-      .returning('id')
-      .execute();
-    for (;;) {
-      await sequenceStagedEvents(env.app.db, 1_000);
-      const left = await env.app.db
-        .selectFrom('event_staging')
-        .select('id')
-        .where('id', '=', staged!.id)
-        .execute();
-      if (left.length === 0) break;
-      await sleep(5);
-    }
+    await emitEvents(env.app.db, [
+      { account_id: accountId, type: 'post.liked', data: JSON.stringify({ post_id: 'p', by: 'fan' }) },
+    ]);
     dispatcher.wake();
   }
 

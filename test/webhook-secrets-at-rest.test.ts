@@ -1,13 +1,12 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { sequenceStagedEvents } from '../src/adapters/postgres/event-log.repository.js';
 import { buildServer } from '../src/api/server.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { EVENT_TYPES } from '../src/domain/events/event-types.js';
 import { startWebhookDispatcherLoop } from '../workers/webhook-dispatcher.loop.js';
+import { emitEvents, likes } from './support/staged-events.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 import { until } from './support/until.js';
 import {
@@ -99,31 +98,7 @@ async function columnsHolding(needles: string[]): Promise<string[]> {
 }
 
 async function emit(accountId: string, count: number) {
-  const staged = await env.app.db
-    .insertInto('event_staging')
-    .values(
-      Array.from({ length: count }, (_, n) => ({
-        account_id: accountId,
-        type: 'post.liked',
-        data: JSON.stringify({ post_id: `p${n}`, by: 'fan' }),
-      })),
-    )
-    .returning('id')
-    .execute();
-  for (;;) {
-    await sequenceStagedEvents(env.app.db, 1_000);
-    const left = await env.app.db
-      .selectFrom('event_staging')
-      .select('id')
-      .where(
-        'id',
-        'in',
-        staged.map((row) => row.id),
-      )
-      .execute();
-    if (left.length === 0) break;
-    await sleep(5);
-  }
+  await emitEvents(env.app.db, likes(accountId, count));
   dispatcher.wake();
 }
 

@@ -1,10 +1,10 @@
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ErrorBody } from './error-map.js';
 import { registerOperationsRoutes, type OperationsDeps } from './operations.routes.js';
-import { clientErrorResponse, REQUEST_RECEIVE_TIMEOUT_MS, toErrorResponse } from './error-response.js';
-import { KEEP_ALIVE_TIMEOUT_MS } from './cached-reads/cached-reads-server.js';
+import { clientErrorResponse, toErrorResponse } from './error-response.js';
+import { answerClientError, KEEP_ALIVE_TIMEOUT_MS, RECEIVE_LIMITS } from './receive-limits.js';
 
 /**
  * A connection whose client has not taken an answer (every byte of it handed to the kernel) this
@@ -14,8 +14,6 @@ import { KEEP_ALIVE_TIMEOUT_MS } from './cached-reads/cached-reads-server.js';
  * keep-alive timer does not cut it: with Fastify's defaults it was still open after 100 s).
  */
 export const HEALTH_ANSWER_TIMEOUT_MS = 10_000;
-/** How often node looks for requests past REQUEST_RECEIVE_TIMEOUT_MS (its default is 30 s). */
-const RECEIVE_CHECK_EVERY_MS = 1_000;
 
 /**
  * The HTTP server of a process that runs no API (a worker or indexer alone): /healthz and
@@ -31,27 +29,16 @@ export function buildHealthServer(deps: OperationsDeps & { logger: FastifyBaseLo
   const app = Fastify({
     loggerInstance: deps.logger,
     logController: new LogController({ disableRequestLogging: true }),
-    requestTimeout: REQUEST_RECEIVE_TIMEOUT_MS,
+    requestTimeout: RECEIVE_LIMITS.requestTimeout,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-    http: {
-      headersTimeout: REQUEST_RECEIVE_TIMEOUT_MS,
-      connectionsCheckingInterval: RECEIVE_CHECK_EVERY_MS,
-    },
+    http: RECEIVE_LIMITS,
     // What node refused before a route saw the whole request: our JSON error, then closed.
     clientErrorHandler: (error: NodeJS.ErrnoException, socket: Socket) => {
       if (error.code === 'ECONNRESET' || socket.destroyed) return;
-      const { status, body } = clientErrorResponse(error);
       const last = latest.get(socket);
       // Only its body was late and a route already answered: a second answer would corrupt it.
       const answered = last !== undefined && !last.req.complete && last.res.headersSent;
-      if (socket.writable && !answered) {
-        const text = JSON.stringify(body);
-        socket.write(
-          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-            `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
-        );
-      }
-      socket.destroy();
+      answerClientError(socket, clientErrorResponse(error), answered);
     },
   });
   app.addHook('onRequest', (request, reply, done) => {

@@ -13,17 +13,14 @@ import { registerOperationsRoutes } from './operations.routes.js';
 import { createLiveStreams, type LiveStreams } from './graphql/live-streams.js';
 import { fastGraphqlAnswer, type GraphqlAnswer } from './graphql/fast-path.js';
 import { createGraphqlResponseCache, type GraphqlResponseCache } from './graphql/response-cache.js';
-import {
-  createCachedReadsServer,
-  KEEP_ALIVE_TIMEOUT_MS,
-  type CachedReadsServer,
-} from './cached-reads/cached-reads-server.js';
+import { createCachedReadsServer, type CachedReadsServer } from './cached-reads/cached-reads-server.js';
 import { createGraphqlServer } from './graphql/yoga.js';
 import { registerAvatarRoute } from './rest/avatars.route.js';
 import { createFeedPages } from './rest/feed-pages.js';
 import { registerRestRoutes } from './rest/routes.js';
 import { trustProxyHops } from './trust-proxy.js';
 import { BODY_LIMIT_BYTES, errorAnswer } from './error-response.js';
+import { KEEP_ALIVE_TIMEOUT_MS } from './receive-limits.js';
 import { recordRequest } from './request-record.js';
 import { finishOpenApiDocument } from './openapi-document.js';
 

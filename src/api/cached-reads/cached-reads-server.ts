@@ -1,28 +1,15 @@
-import {
-  createServer,
-  STATUS_CODES,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import type { ApiDeps } from '../../app/api-deps.js';
-import { clientErrorResponse, REQUEST_RECEIVE_TIMEOUT_MS } from '../error-response.js';
+import { clientErrorResponse } from '../error-response.js';
 import type { GraphqlResponseCache } from '../graphql/response-cache.js';
+import { answerClientError, KEEP_ALIVE_TIMEOUT_MS, RECEIVE_LIMITS } from '../receive-limits.js';
 import { recordRequest } from '../request-record.js';
 import type { FeedPages } from '../rest/feed-pages.js';
 import { createCachedFeedReads } from './cached-feed-reads.js';
 import { createCachedGraphqlReads, type HandOver } from './cached-graphql-reads.js';
-
-/** Fastify's default, set here because the server is ours (serverFactory). */
-export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
-/**
- * How often node looks for requests past REQUEST_RECEIVE_TIMEOUT_MS (its default, 30 s, would let
- * one take up to 40 s).
- */
-const RECEIVE_CHECK_EVERY_MS = 1_000;
 
 export interface CachedReadsServer {
   /** Fastify's serverFactory: a node:http server where the cached reads see each request first. */
@@ -79,9 +66,7 @@ export function createCachedReadsServer(
         {
           // Node answers a request (headers and body) not received in time through clientError,
           // below; one received whole is never cut, however long its answer takes.
-          requestTimeout: REQUEST_RECEIVE_TIMEOUT_MS,
-          headersTimeout: REQUEST_RECEIVE_TIMEOUT_MS,
-          connectionsCheckingInterval: RECEIVE_CHECK_EVERY_MS,
+          ...RECEIVE_LIMITS,
         },
         (req, res) => {
           latest.set(req.socket, { req, res, started: performance.now() });
@@ -109,15 +94,7 @@ export function createCachedReadsServer(
       // A route may have begun answering before the body's end (a refused content type, a body
       // over the limit): a second answer would corrupt that one, so the connection is only closed.
       const answered = inFlight?.res.headersSent === true;
-      if (socket.writable && !answered) {
-        const text = JSON.stringify(body);
-        socket.write(
-          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-            `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
-        );
-      }
-      // As node does without a listener: what was written leaves before the connection closes.
-      socket.destroy();
+      answerClientError(socket, { status, body }, answered);
       if (answered) return;
       recordRequest(deps, deps.logger, {
         method: inFlight?.req.method ?? '-',

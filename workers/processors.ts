@@ -7,6 +7,7 @@ import { paymentSignalPublisher } from '../src/adapters/redis/payments-queue.js'
 import type { App } from '../src/app/wiring.js';
 import { runDueEpochs } from '../src/app/creator-fund/run-epoch.js';
 import { paymentsProcessor } from './payments.processor.js';
+import { reportsProcessor } from './reports.processor.js';
 import type { QueueProcessor } from './worker.role.js';
 
 /** Every queue the worker role serves. */
@@ -47,5 +48,6 @@ export function processorsFor(app: App): QueueProcessor[] {
         return 0;
       },
     },
+    reportsProcessor(app),
   ];
 }

@@ -8,6 +8,7 @@ import { FINALITY_FOLLOW_MS, startFinalityFollower } from './finality-follower.l
 import { startIdempotencyPurge } from './idempotency-purge.loop.js';
 import { OUTBOX_SWEEP_MS, startOutboxSweeper } from './outbox-sweeper.loop.js';
 import { startQueueThread, type QueueThread } from './queue-thread.js';
+import { REPORT_RESUME_MS, startReportResume } from './report-resume.loop.js';
 import { startQueueWorkers, type QueueProcessor } from './queue-workers.js';
 import { startTrendingBuilder, TRENDING_REBUILD_MS } from './trending.loop.js';
 import { DISPATCH_POLL_MS, startWebhookDispatcherLoop } from './webhook-dispatcher.loop.js';
@@ -51,6 +52,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
   // Numbered events wake this process's dispatcher at once (others find them on their poll).
   const sequencer = startEventSequencer(app, () => webhooks.wake());
   const retention = startEventRetention(app);
+  const reportResume = startReportResume(app);
   return {
     name: 'worker',
     summary: [
@@ -65,6 +67,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
       `finality follower: confirmed payments followed to finalized (or sent again) every ${FINALITY_FOLLOW_MS / 1000} s`,
       `webhook dispatcher: each endpoint's events in order, due endpoints looked for every ${DISPATCH_POLL_MS} ms`,
       `event sequencer: staged account events numbered into each account's log every ${EVENT_SEQUENCE_MS} ms`,
+      `report resume: report runs that lost their job queued again every ${REPORT_RESUME_MS / 1000} s`,
     ],
     stop: async (run = untracked) => {
       // Everything at once: the loops finish the round in hand, and each Worker's close() stops
@@ -79,6 +82,7 @@ export async function startWorkerRole(app: App, processors: readonly QueueProces
         run('worker: webhook deliveries in flight', () => webhooks.stop()),
         run('worker: event sequencer', () => sequencer.stop()),
         run('worker: event retention', () => retention.stop()),
+        run('worker: report resume', () => reportResume.stop()),
         ...[...workersOf].map(([queue, workers]) =>
           run(`worker: ${queue} jobs in hand`, () => Promise.all(workers.map((w) => w.close()))),
         ),

@@ -4,8 +4,10 @@ import type { LiveEvents } from '../adapters/redis/live-events.js';
 import type { ClickHouse } from '../adapters/clickhouse/index.js';
 import type { Db } from '../adapters/postgres/db.js';
 import type { PaymentsQueue } from '../adapters/redis/payments-queue.js';
+import type { ReportsQueue } from '../adapters/redis/reports-queue.js';
 import type { RateLimiter } from '../adapters/redis/rate-limiter.js';
 import type { ChangeSignals } from './change-signals.js';
+import type { ReportStore } from './reports/report-store.js';
 import type { WritePathDeps } from './write-path/write-path-deps.js';
 import type { AccountStore, WalletProvisioner } from '../domain/accounts/accounts.service.js';
 import type { ApiKeyStore } from '../domain/auth/api-keys.service.js';
@@ -55,6 +57,10 @@ export interface ApiDeps extends WritePathDeps {
   wallets: WalletProvisioner;
   rateLimiter: RateLimiter;
   payments: PaymentsQueue;
+  /** Report runs' jobs (job id = run id): the API queues, the worker role makes them. */
+  reportsQueue: ReportsQueue;
+  /** Where report files are written and read (a folder under DATA_DIR). */
+  reportStore: ReportStore;
   /** HMAC key of opaque pagination cursors. */
   cursorSecret: string;
   /** The trending snapshot lives in Redis (src/app/feed/trending.ts). */

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import {
@@ -14,6 +15,8 @@ import { CREATOR_FUND_QUEUE } from '../adapters/redis/creator-fund-queue.js';
 import { createRedis } from '../adapters/redis/index.js';
 import { createLiveEvents } from '../adapters/redis/live-events.js';
 import { createPaymentsQueue } from '../adapters/redis/payments-queue.js';
+import { createReportsQueue, REPORTS_QUEUE } from '../adapters/redis/reports-queue.js';
+import { createFsReportStore } from '../adapters/files/fs-report-store.js';
 import { queueJobCounter } from '../adapters/redis/queue-counts.js';
 import { createRateLimiter } from '../adapters/redis/rate-limiter.js';
 import { pingSolana } from '../adapters/solana/index.js';
@@ -141,8 +144,12 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
     config.PAYMENT_HANDOFF_MS,
   );
   const creatorFundJobs = queueJobCounter(redis, config.REDIS_PREFIX, CREATOR_FUND_QUEUE);
+  const reportsQueue = createReportsQueue(stack.redis.url, config.REDIS_PREFIX);
+  // Report files: a folder under DATA_DIR (an S3-compatible store would implement ReportStore too).
+  const reportStore = createFsReportStore(path.join(config.dataDir, 'reports'));
   metrics.watchQueue('payments', () => payments.queue.getJobCounts(...QUEUE_STATES));
   metrics.watchQueue(CREATOR_FUND_QUEUE, () => creatorFundJobs.counts(QUEUE_STATES));
+  metrics.watchQueue(REPORTS_QUEUE, () => reportsQueue.queue.getJobCounts(...QUEUE_STATES));
   metrics.watchWebhooks(() => webhookBacklog(readDb));
   const rateLimiter = createRateLimiter(redis, {
     prefix: config.REDIS_PREFIX,
@@ -198,6 +205,8 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
       return { postgres: postgres.applied, clickhouse: ch.applied };
     },
     payments,
+    reportsQueue,
+    reportStore,
     liveEvents,
     writeTimeoutMs: config.WRITE_TIMEOUT_MS,
     publicRpcUrl: publicRpcUrlOf(config.PUBLIC_RPC_URL, stack.solana.url),
@@ -215,6 +224,7 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
       await core.apiKeyUses.close();
       await payments.close();
       await creatorFundJobs.close();
+      await reportsQueue.close();
       await changes.close();
       await liveEvents.close();
       await Promise.allSettled([db.destroy(), readDb.destroy(), redis.quit(), clickhouse.close()]);

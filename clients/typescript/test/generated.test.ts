@@ -18,9 +18,11 @@ test('the client’s generated types are those of the committed schemas (run `np
 test('the paid operations are read from the schemas: each paid write, REST and GraphQL', async () => {
   const { PAID_REST, PAID_MUTATIONS } = await import('../src/generated/paid-operations.js');
   expect([...PAID_MUTATIONS].sort()).toEqual(['createPost', 'repost', 'send', 'swapToUsdc']);
+  // POST /reports is not paid but takes an Idempotency-Key as the paid writes do: the client keys it too.
   expect(PAID_REST.map(({ method, path }) => `${method} ${path}`).sort()).toEqual([
     'POST /api/v1/posts',
     'POST /api/v1/posts/{id}/repost',
+    'POST /api/v1/reports',
     'POST /api/v1/send',
     'POST /api/v1/swap-to-usdc',
   ]);

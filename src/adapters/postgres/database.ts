@@ -29,6 +29,7 @@ export interface Database {
   account_event_heads: AccountEventHeadsTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  report_runs: ReportRunsTable;
 }
 
 /** signed -> sent (processed) -> confirmed -> finalized, or failed (landed with an error; legs reversed). */
@@ -366,4 +367,32 @@ export interface WebhookDeliveriesTable {
   delivered: boolean;
   next_attempt_at: Date | null;
   created_at: Generated<Date>;
+}
+
+/** A report run (schema/postgres/2026_11_29_d_report_runs.ts). */
+export interface ReportRunsTable {
+  id: Generated<string>;
+  /** Who asked. */
+  account_id: string;
+  type: string;
+  interval_start: Date;
+  interval_end: Date;
+  timezone: string;
+  columns: string[];
+  format: string;
+  /** The account an account.statement is about; null for the whole ledger. */
+  subject_account_id: string | null;
+  params_hash: string;
+  status: Generated<'pending' | 'running' | 'succeeded' | 'failed'>;
+  row_count: bigint | null;
+  bytes: bigint | null;
+  sha256: string | null;
+  file_key: string | null;
+  summary: unknown;
+  error: string | null;
+  attempts: Generated<number>;
+  lease_until: Date | null;
+  created_at: Generated<Date>;
+  started_at: Date | null;
+  finished_at: Date | null;
 }

@@ -11,6 +11,7 @@ import { registerFinanceRoutes } from './finance.routes.js';
 import { registerIdempotency } from './idempotency.hook.js';
 import { registerPostRoutes } from './posts.routes.js';
 import { registerProfileRoutes } from './profiles.routes.js';
+import { registerReportRoutes } from './reports.routes.js';
 import { registerSendRoutes } from './send.routes.js';
 import { registerSwapRoutes } from './swap.routes.js';
 import { registerTransactionRoutes } from './transactions.routes.js';
@@ -54,5 +55,6 @@ export function registerRestRoutes(
   registerSendRoutes(api, deps);
   registerSwapRoutes(api, deps);
   registerWebhookRoutes(api, deps);
+  registerReportRoutes(api, deps);
   registerEventRoutes(api, deps, streams);
 }

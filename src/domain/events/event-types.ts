@@ -1,7 +1,7 @@
 /**
  * What an account can be told (the event log and webhooks). A webhook endpoint subscribes to some
  * of these (every one by default); `reconciliation.exception` reaches only accounts with the
- * finance role.
+ * finance role; `report.succeeded` and `report.failed` reach the account that asked for the run.
  */
 export const EVENT_TYPES = [
   'payment.confirmed',
@@ -14,6 +14,8 @@ export const EVENT_TYPES = [
   'follow.created',
   'send.received',
   'reconciliation.exception',
+  'report.succeeded',
+  'report.failed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -10,6 +10,7 @@ describe('RATE_LIMITS', () => {
       repost: { limit: 10, windowSeconds: 60 },
       send: { limit: 5, windowSeconds: 60 },
       webhooks: { limit: 20, windowSeconds: 60 },
+      reports: { limit: 10, windowSeconds: 60 },
       signup: { limit: 5, windowSeconds: 3_600 },
       signup_global: { limit: 100, windowSeconds: 3_600 },
       anonymous: { limit: 60, windowSeconds: 60 },

@@ -5,7 +5,16 @@
  */
 
 export type RateLimitBucket =
-  'post' | 'read' | 'like' | 'repost' | 'send' | 'webhooks' | 'signup' | 'signup_global' | 'anonymous';
+  | 'post'
+  | 'read'
+  | 'like'
+  | 'repost'
+  | 'send'
+  | 'webhooks'
+  | 'reports'
+  | 'signup'
+  | 'signup_global'
+  | 'anonymous';
 
 export interface RateLimitRule {
   /** Requests allowed per window, before the deployment's multiplier. */
@@ -32,6 +41,13 @@ export const RATE_LIMITS: Readonly<Record<RateLimitBucket, Readonly<RateLimitRul
    * receiver. An integrator setting up or rotating needs a handful; listing spends `read`.
    */
   webhooks: { limit: 20, windowSeconds: 60 },
+  /**
+   * Report runs asked for (POST /reports, requestReport): 10 per minute. Not in the spec. A run
+   * reads up to a year of the ledger in ClickHouse and writes a file, in the worker role; the same
+   * parameters while a run is live answer that run, but distinct ones each start one. Reading runs
+   * and downloading files spends `read`.
+   */
+  reports: { limit: 10, windowSeconds: 60 },
   /**
    * Open account creation, per client IP: 5 per hour. Not in the spec (it shows no limit for
    * sign-up); our choice, so one address cannot mint accounts in bulk to spread the per-account

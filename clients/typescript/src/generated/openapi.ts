@@ -400,6 +400,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your report runs, newest first */
+        get: operations["listReportRuns"];
+        put?: never;
+        /** Ask for a report run (202); the same parameters while a run of yours is pending or running answer that run (200) */
+        post: operations["createReportRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A report run: its status and, once succeeded, its file’s row count, size, sha256 and URL */
+        get: operations["getReportRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{id}/file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A succeeded run’s file, streamed: text/csv; charset=utf-8 (csv, koinly, cointracker), application/x-ndjson or application/vnd.apache.parquet; 409 before it succeeded */
+        get: operations["getReportRunFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -2345,7 +2397,7 @@ export interface operations {
                         webhooks: {
                             id: string;
                             url: string;
-                            events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
+                            events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed")[];
                             /** @enum {string} */
                             status: "enabled" | "disabled";
                             /** Format: date-time */
@@ -2419,7 +2471,7 @@ export interface operations {
                     /** @description Where events are POSTed: https (http only to a loopback address, outside production); its host must resolve to public addresses only */
                     url: string;
                     /** @description The event types to receive; default every type */
-                    events?: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
+                    events?: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed")[];
                 };
             };
         };
@@ -2433,7 +2485,7 @@ export interface operations {
                     "application/json": {
                         id: string;
                         url: string;
-                        events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
+                        events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed")[];
                         /** @enum {string} */
                         status: "enabled" | "disabled";
                         /** Format: date-time */
@@ -2636,7 +2688,7 @@ export interface operations {
                     "application/json": {
                         id: string;
                         url: string;
-                        events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception")[];
+                        events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed")[];
                         /** @enum {string} */
                         status: "enabled" | "disabled";
                         /** Format: date-time */
@@ -2886,6 +2938,422 @@ export interface operations {
             };
         };
     };
+    listReportRuns: {
+        parameters: {
+            query?: {
+                /** @description Integer from 1 to 100; default 20 */
+                limit?: string;
+                /** @description next_cursor of the previous page; omit for the newest */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        reports: {
+                            /** @description UUID */
+                            id: string;
+                            /** @enum {string} */
+                            type: "ledger.itemized" | "reconciliation.itemized" | "balance.summary" | "account.statement";
+                            /** @enum {string} */
+                            status: "pending" | "running" | "succeeded" | "failed";
+                            /** Format: date-time */
+                            interval_start: string;
+                            /** Format: date-time */
+                            interval_end: string;
+                            timezone: string;
+                            /** @enum {string} */
+                            format: "csv" | "jsonl" | "parquet" | "koinly" | "cointracker";
+                            /** Format: date-time */
+                            created_at: string;
+                            columns: string[];
+                            /** @description The handle an account.statement is about */
+                            account: string | null;
+                            /** Format: date-time */
+                            started_at: string | null;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** @description Data rows (no header); once succeeded */
+                            row_count: number | null;
+                            /** @description The file’s size; once succeeded */
+                            bytes: number | null;
+                            /** @description Hex sha256 of the file; once succeeded */
+                            sha256: string | null;
+                            /** @description /api/v1/reports/{id}/file; once succeeded */
+                            file_url: string | null;
+                            /** @description account.statement and balance.summary: opening and closing per currency */
+                            summary: {
+                                /** @description USDC or the native token’s symbol */
+                                currency: string;
+                                /** @description Decimal string in the currency’s units */
+                                opening: string;
+                                /** @description Decimal string in the currency’s units */
+                                closing: string;
+                            }[] | null;
+                            /** @description Why it failed; null unless failed */
+                            error: string | null;
+                        }[];
+                        has_more: boolean;
+                        /** @description The next (older) page’s cursor; null at the end */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createReportRun: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: 1-255 visible ASCII characters (U+0021-U+007E), unique per request you mean (a malformed key is 400 invalid_request). A retry with the same key, method, path and body gets the first answer again (header Idempotent-Replayed: true) and pays once; the same key with another body is 422 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "account.statement",
+                 *       "interval_start": "2026-10-01",
+                 *       "interval_end": "2026-11-01",
+                 *       "timezone": "Europe/Paris"
+                 *     }
+                 */
+                "application/json": {
+                    /** @enum {string} */
+                    type?: "ledger.itemized" | "reconciliation.itemized" | "balance.summary" | "account.statement";
+                    /** @description Inclusive. An ISO 8601 instant with Z or an offset, or a local YYYY-MM-DD[THH:mm[:ss]] read in timezone */
+                    interval_start?: string;
+                    /** @description Exclusive; after interval_start, at most 366 days after it, not later than now. Same forms as interval_start */
+                    interval_end?: string;
+                    /** @description An IANA time zone name; default UTC */
+                    timezone?: string;
+                    /** @description A non-empty subset of the type's columns, in the order the file carries them; default all */
+                    columns?: string[];
+                    /**
+                     * @description Default csv; koinly and cointracker for account.statement only
+                     * @enum {string}
+                     */
+                    format?: "csv" | "jsonl" | "parquet" | "koinly" | "cointracker";
+                    /** @description account.statement only: the account's handle (default the caller's own; another account's needs the finance role) */
+                    account?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description UUID */
+                        id: string;
+                        /** @enum {string} */
+                        type: "ledger.itemized" | "reconciliation.itemized" | "balance.summary" | "account.statement";
+                        /** @enum {string} */
+                        status: "pending" | "running" | "succeeded" | "failed";
+                        /** Format: date-time */
+                        interval_start: string;
+                        /** Format: date-time */
+                        interval_end: string;
+                        timezone: string;
+                        /** @enum {string} */
+                        format: "csv" | "jsonl" | "parquet" | "koinly" | "cointracker";
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description UUID */
+                        id: string;
+                        /** @enum {string} */
+                        type: "ledger.itemized" | "reconciliation.itemized" | "balance.summary" | "account.statement";
+                        /** @enum {string} */
+                        status: "pending" | "running" | "succeeded" | "failed";
+                        /** Format: date-time */
+                        interval_start: string;
+                        /** Format: date-time */
+                        interval_end: string;
+                        timezone: string;
+                        /** @enum {string} */
+                        format: "csv" | "jsonl" | "parquet" | "koinly" | "cointracker";
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getReportRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description UUID */
+                        id: string;
+                        /** @enum {string} */
+                        type: "ledger.itemized" | "reconciliation.itemized" | "balance.summary" | "account.statement";
+                        /** @enum {string} */
+                        status: "pending" | "running" | "succeeded" | "failed";
+                        /** Format: date-time */
+                        interval_start: string;
+                        /** Format: date-time */
+                        interval_end: string;
+                        timezone: string;
+                        /** @enum {string} */
+                        format: "csv" | "jsonl" | "parquet" | "koinly" | "cointracker";
+                        /** Format: date-time */
+                        created_at: string;
+                        columns: string[];
+                        /** @description The handle an account.statement is about */
+                        account: string | null;
+                        /** Format: date-time */
+                        started_at: string | null;
+                        /** Format: date-time */
+                        finished_at: string | null;
+                        /** @description Data rows (no header); once succeeded */
+                        row_count: number | null;
+                        /** @description The file’s size; once succeeded */
+                        bytes: number | null;
+                        /** @description Hex sha256 of the file; once succeeded */
+                        sha256: string | null;
+                        /** @description /api/v1/reports/{id}/file; once succeeded */
+                        file_url: string | null;
+                        /** @description account.statement and balance.summary: opening and closing per currency */
+                        summary: {
+                            /** @description USDC or the native token’s symbol */
+                            currency: string;
+                            /** @description Decimal string in the currency’s units */
+                            opening: string;
+                            /** @description Decimal string in the currency’s units */
+                            closing: string;
+                        }[] | null;
+                        /** @description Why it failed; null unless failed */
+                        error: string | null;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getReportRunFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -2911,7 +3379,7 @@ export interface operations {
                             /** @description `evt_` and 32 hex digits: what a receiver dedupes by */
                             id: string;
                             /** @enum {string} */
-                            type: "payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception";
+                            type: "payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed";
                             /**
                              * Format: date-time
                              * @description When the change committed
@@ -2919,7 +3387,7 @@ export interface operations {
                             created_at: string;
                             /** @description Strictly increasing per account, 1, 2, 3, ... with no gap: the order of the log */
                             sequence: number;
-                            /** @description payment.*: swap_tx, kind (the history’s type), amount_usd (signed), related_post_id, counterparty, slot; post.replied/quoted/reposted: post_id, reply_id/quote_id/repost_id, by; post.liked: post_id, by; follow.created: by; send.received: from, amount_usd, memo, swap_tx; reconciliation.exception: swap_tx, verdict and the amounts */
+                            /** @description payment.*: swap_tx, kind (the history’s type), amount_usd (signed), related_post_id, counterparty, slot; post.replied/quoted/reposted: post_id, reply_id/quote_id/repost_id, by; post.liked: post_id, by; follow.created: by; send.received: from, amount_usd, memo, swap_tx; reconciliation.exception: swap_tx, verdict and the amounts; report.succeeded: id, type, status, row_count, sha256, file_url; report.failed: id, type, status, error */
                             data: {
                                 [key: string]: unknown;
                             };

@@ -14,3 +14,4 @@ import './feed.js';
 import './live.js';
 import './events.js';
 import './webhooks.js';
+import './reports.js';

@@ -1,0 +1,200 @@
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import type { Db } from '../../adapters/postgres/db.js';
+import {
+  findRun,
+  insertOrFindLiveRun,
+  listRuns as listRunRows,
+  type RunPosition,
+} from '../../adapters/postgres/report-runs.repository.js';
+import type { ReportsQueue } from '../../adapters/redis/reports-queue.js';
+import type { AccountStore } from '../../domain/accounts/accounts.service.js';
+import type { Viewer } from '../../domain/auth/api-keys.service.js';
+import { AppError } from '../../domain/errors.js';
+import { parsePageLimit } from '../../domain/pagination/page-limit.js';
+import { decodeSignedCursor, encodeSignedCursor } from '../../domain/pagination/signed-cursor.js';
+import type { ReportSpec } from '../../domain/reports/report-kinds.js';
+import {
+  checkReportAccess,
+  isReportId,
+  parseReportRequest,
+  reportContentType,
+  reportFileName,
+  reportParamsHash,
+} from '../../domain/reports/report-request.js';
+import type { ReportRun } from '../../domain/reports/report-run.js';
+import type { ReportStore } from './report-store.js';
+
+/*
+ * Report runs (issue 50 item 1): the one core REST /reports and the GraphQL report fields call.
+ * A run is asked for here (checked, deduped by its parameters while live, queued), made by the
+ * worker role (run-report.ts) and read back here, by the account that asked only.
+ */
+
+export interface ReportRunDeps {
+  db: Db;
+  logger: Logger;
+  accounts: Pick<AccountStore, 'byHandle'>;
+  reportsQueue: Pick<ReportsQueue, 'enqueue'>;
+  reportStore: Pick<ReportStore, 'open'>;
+  cursorSecret: string;
+}
+
+type Caller = Pick<Viewer, 'accountId' | 'handle' | 'role' | 'scopes'>;
+
+export const REPORT_PAGE_DEFAULT = 20;
+export const REPORT_PAGE_MAX = 100;
+
+/**
+ * Asks for a run. Input first (400 naming the field), then access (403), then the account a
+ * statement names (400 when no such account). While the caller has a live run with the same
+ * parameters, that run is answered (`created: false`) and nothing new is queued.
+ */
+export async function requestRun(
+  deps: ReportRunDeps,
+  caller: Caller,
+  body: unknown,
+  now: Date = new Date(),
+): Promise<{ run: ReportRun; created: boolean }> {
+  const request = parseReportRequest(body, now);
+  checkReportAccess(caller, request);
+  let subject: string | null = null;
+  if (request.type === 'account.statement') {
+    if (request.account === null || request.account === caller.handle) {
+      subject = caller.accountId;
+    } else {
+      const account = await deps.accounts.byHandle(request.account);
+      if (!account) {
+        throw new AppError('invalid_request', `account: no account has the handle ${request.account}`, {
+          field: 'account',
+        });
+      }
+      subject = account.id;
+    }
+  }
+  const spec: ReportSpec = {
+    type: request.type,
+    intervalStart: request.intervalStart,
+    intervalEnd: request.intervalEnd,
+    timezone: request.timezone,
+    columns: request.columns,
+    format: request.format,
+    accountId: subject,
+  };
+  const { run, created } = await insertOrFindLiveRun(deps.db, {
+    accountId: caller.accountId,
+    type: spec.type,
+    intervalStart: spec.intervalStart,
+    intervalEnd: spec.intervalEnd,
+    timezone: spec.timezone,
+    columns: spec.columns,
+    format: spec.format,
+    subjectAccountId: subject,
+    paramsHash: reportParamsHash(spec),
+  });
+  if (created) {
+    try {
+      await deps.reportsQueue.enqueue(run.id);
+    } catch (error) {
+      // The run is recorded: the worker's resume sweep queues it (on start and every few seconds).
+      deps.logger.warn({ err: error, reportId: run.id }, 'report run not queued; the resume sweep will');
+    }
+  }
+  return { run: publicRun(run), created };
+}
+
+/** The caller's run; another account's run, or an id that is not a UUID, is 404 as none is. */
+export async function getRun(
+  deps: Pick<ReportRunDeps, 'db'>,
+  caller: Caller,
+  id: string,
+): Promise<ReportRun> {
+  const run = isReportId(id) ? await findRun(deps.db, caller.accountId, id) : undefined;
+  if (!run) throw new AppError('not_found', 'No such report');
+  return publicRun(run);
+}
+
+export interface ReportRunPage {
+  reports: ReportRun[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+const cursorScope = (accountId: string) => `reports:${accountId}`;
+const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/** The caller's runs, newest first, `limit` (1-100, default 20) a page, from a signed cursor. */
+export async function listRuns(
+  deps: Pick<ReportRunDeps, 'db' | 'cursorSecret'>,
+  caller: Caller,
+  query: { limit?: unknown; cursor?: string | null | undefined },
+): Promise<ReportRunPage> {
+  const limit = parsePageLimit(query.limit, { max: REPORT_PAGE_MAX, fallback: REPORT_PAGE_DEFAULT });
+  let after: RunPosition | undefined;
+  if (query.cursor !== undefined && query.cursor !== null) {
+    const [at, id, ...rest] = decodeSignedCursor(
+      deps.cursorSecret,
+      cursorScope(caller.accountId),
+      query.cursor,
+    );
+    if (
+      typeof at !== 'string' ||
+      !EXACT_TIME.test(at) ||
+      typeof id !== 'string' ||
+      !isReportId(id) ||
+      rest.length
+    ) {
+      throw new AppError(
+        'invalid_request',
+        'cursor is not valid: pass a cursor from a previous page unchanged',
+        {
+          field: 'cursor',
+        },
+      );
+    }
+    after = { at, id };
+  }
+  const rows = await listRunRows(deps.db, caller.accountId, { limit: limit + 1, after });
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  const hasMore = rows.length > limit;
+  return {
+    reports: page.map((row) => publicRun(row.run)),
+    hasMore,
+    nextCursor:
+      hasMore && last
+        ? encodeSignedCursor(deps.cursorSecret, cursorScope(caller.accountId), [
+            last.position.at,
+            last.position.id,
+          ])
+        : null,
+  };
+}
+
+/** A succeeded run's file as a stream, with what the download's headers say. 409 before then. */
+export async function openRunFile(
+  deps: Pick<ReportRunDeps, 'db' | 'reportStore'>,
+  caller: Caller,
+  id: string,
+): Promise<{ run: ReportRun; stream: Readable; bytes: number; contentType: string; fileName: string }> {
+  const run = await getRun(deps, caller, id);
+  if (run.status !== 'succeeded' || run.fileKey === null) {
+    throw new AppError('conflict', `The report is ${run.status}: its file exists once it has succeeded`);
+  }
+  const file = await deps.reportStore.open(run.fileKey);
+  if (!file) throw new AppError('internal', 'The report file is missing from the report store');
+  return {
+    run,
+    stream: file.stream,
+    bytes: file.bytes,
+    contentType: reportContentType(run.format),
+    fileName: reportFileName(run),
+  };
+}
+
+/** The run without what only the worker needs. */
+function publicRun(run: ReportRun & { subjectAccountId?: string | null }): ReportRun {
+  const { subjectAccountId: _subject, ...rest } = run;
+  void _subject;
+  return rest;
+}

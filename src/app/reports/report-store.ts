@@ -1,0 +1,32 @@
+import type { Readable, Writable } from 'node:stream';
+
+/**
+ * Where report files live (issue 50): a folder under DATA_DIR by default
+ * (src/adapters/files/fs-report-store.ts). An S3-compatible store would implement the same
+ * interface; none is written yet (docs/reports.md).
+ *
+ * A key names one file for good: once a key holds a file it is never rewritten, so a run made
+ * again after a crash (or a period closed with it) keeps the bytes whose sha256 was published.
+ */
+export interface ReportStore {
+  /**
+   * Hands `produce` a sink whose bytes go to a temporary file, hashed (sha256) and counted as they
+   * pass; once `produce` resolves the file is flushed to disk and moved to `key` in one step. When
+   * `key` already holds a file (an earlier attempt of the same run got that far before it died),
+   * that file stays and its own sha256 and size are answered. A rejected `produce` leaves nothing.
+   */
+  write<T>(key: string, produce: (sink: Writable) => Promise<T>): Promise<StoredReportFile<T>>;
+  /** The file as a stream (never read whole), with its size; undefined when the key holds none. */
+  open(key: string): Promise<{ stream: Readable; bytes: number } | undefined>;
+}
+
+export interface StoredReportFile<T> {
+  /** What `produce` resolved with. */
+  result: T;
+  /** Bytes of the file at `key`. */
+  bytes: number;
+  /** sha256 of the file at `key`, lowercase hex. */
+  sha256: string;
+  /** False when `key` already held a file and this write's bytes were dropped. */
+  written: boolean;
+}

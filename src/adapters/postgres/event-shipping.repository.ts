@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import { historyTypeSql } from '../../domain/reports/history-types.js';
 import type { Db } from './db.js';
 import type { Tx } from './tx.js';
 
@@ -33,6 +34,11 @@ export const SHIPPED_COLUMNS: Record<ShipStream, readonly string[]> = {
     'created_at',
     // Since schema/clickhouse/0003: 'usdc' (micro-USD) or 'native' (token base units).
     'currency',
+    // Since schema/clickhouse/0004: what the report runs print of a leg.
+    'history_type',
+    'swap_tx',
+    'related_post_id',
+    'counterparty_id',
   ],
 };
 
@@ -145,21 +151,44 @@ function nextEvents(trx: Tx, cursor: ShipperCursor, limit: number): Promise<Stre
   );
 }
 
+/** A leg's history type, from the history's one definition (see historyTypeSql). */
+const HISTORY_TYPE_SQL = sql.raw(historyTypeSql('m.kind', 'l.amount'));
+
+/**
+ * Legs with what the reports print of them (schema/clickhouse/0004): the history type, the
+ * movement's chain signature (a reversal: its reversed movement's; a deposit: its transfer's), the
+ * post it paid for (a repost: the reposted post) and a send's other party from the leg's account's
+ * side. Each look-up is by movement id (unique or indexed on every table joined).
+ */
 function nextLegs(trx: Tx, cursor: ShipperCursor, limit: number): Promise<StreamBatch> {
   return nextBatch(
     trx,
     sql`SELECT l.id, l.movement_id, m.kind AS movement_kind, a.kind AS account_kind, a.account_id,
-               l.amount, l.counts, m.created_at, a.currency, l.txid, l.id AS seq
+               l.amount, l.counts, m.created_at, a.currency, l.txid, l.id AS seq,
+               ${HISTORY_TYPE_SQL} AS history_type,
+               coalesce(ct.signature, dt.signature,
+                        CASE WHEN coalesce(r.idempotency_key, m.idempotency_key) LIKE 'deposit:%'
+                             THEN substr(coalesce(r.idempotency_key, m.idempotency_key), 9) END, '') AS swap_tx,
+               coalesce(p.id, rp.post_id) AS related_post_id,
+               CASE WHEN a.account_id = s.sender_id THEN s.recipient_id
+                    WHEN a.account_id = s.recipient_id THEN s.sender_id END AS counterparty_id
           FROM ledger_legs l
           JOIN ledger_movements m ON m.id = l.movement_id
           JOIN ledger_accounts a ON a.id = l.ledger_account_id
+          LEFT JOIN ledger_movements r ON r.id = m.reverses_id
+          LEFT JOIN chain_transactions ct ON ct.movement_id = coalesce(m.reverses_id, m.id)
+          LEFT JOIN deposit_transactions dt ON dt.movement_id = coalesce(m.reverses_id, m.id)
+          LEFT JOIN posts p ON p.movement_id = coalesce(m.reverses_id, m.id)
+          LEFT JOIN reposts rp ON rp.movement_id = coalesce(m.reverses_id, m.id)
+          LEFT JOIN sends s ON s.movement_id = coalesce(m.reverses_id, m.id)
          WHERE (l.txid, l.id) > (${cursor.last_txid}::xid8, ${cursor.last_seq}::bigint)
            AND l.txid < pg_snapshot_xmin(pg_current_snapshot())
          ORDER BY l.txid, l.id
          LIMIT ${limit}`,
     sql`concat_ws(E'\t', id::text, movement_id::text, movement_kind, account_kind,
                   coalesce(account_id::text, '\\N'), amount::text, counts, ${chTime(sql`created_at`)},
-                  currency)`,
+                  currency, history_type, ${tsv(sql`swap_tx`)}, coalesce(related_post_id::text, '\\N'),
+                  coalesce(counterparty_id::text, '\\N'))`,
   );
 }
 

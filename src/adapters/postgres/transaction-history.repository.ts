@@ -46,6 +46,24 @@ export function createTransactionHistoryStore(db: Db): TransactionHistoryStore {
   };
 }
 
+/**
+ * The account's history rows of the given movements (a statement's descriptions, swap_tx, related
+ * post, counterparty and state, exactly as the history shows them), in no particular order.
+ */
+export async function historyRowsOfMovements(
+  db: Db,
+  accountId: string,
+  movementIds: readonly string[],
+): Promise<HistoryRow[]> {
+  if (movementIds.length === 0) return [];
+  const rows = await historyQuery(
+    db,
+    accountId,
+    sql<boolean>`l.movement_id = ANY(${[...movementIds]}::uuid[])`,
+  ).execute();
+  return rows.map(toHistoryRow);
+}
+
 /** The history's statement, of every movement of the account or only of those `movements` names. */
 function historyQuery(db: Db, accountId: string, movements?: RawBuilder<boolean>) {
   return (

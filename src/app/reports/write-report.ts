@@ -2,12 +2,21 @@ import type { Writable } from 'node:stream';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import type { ReportSpec, ReportSummaryLine } from '../../domain/reports/report-kinds.js';
+import { writeAccountStatement } from './report-writers/account-statement.js';
+import { writeBalanceSummary } from './report-writers/balance-summary.js';
+import { writeLedgerItemized } from './report-writers/ledger-itemized.js';
 import { writeReconciliationItemized } from './report-writers/reconciliation-itemized.js';
 import { ReportSink } from './report-writers/report-sink.js';
 
 export interface ReportWriterDeps {
   clickhouse: ClickHouse;
   db: Db;
+  /**
+   * The USDC and native mints (base58), for balance.summary's `chain_closing`. Optional: without
+   * them the mints recorded in `platform_wallets` are used (the bootstrap records the mints it
+   * creates; a configured mint such as mainnet USDC is not recorded, so pass `platform.usdcMint`).
+   */
+  mints?: { usdc: string; native: string };
 }
 
 export interface WrittenReport {
@@ -34,8 +43,10 @@ export async function writeReport(
     case 'reconciliation.itemized':
       return writeReconciliationItemized(deps, spec, out, signal);
     case 'ledger.itemized':
+      return writeLedgerItemized(deps, spec, out, signal);
     case 'balance.summary':
+      return writeBalanceSummary(deps, spec, out, signal);
     case 'account.statement':
-      throw new Error(`report type ${spec.type} not written yet`);
+      return writeAccountStatement(deps, spec, out, signal);
   }
 }

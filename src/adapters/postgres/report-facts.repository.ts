@@ -1,0 +1,48 @@
+import { sql } from 'kysely';
+import type { Db } from './db.js';
+
+/**
+ * Accounts after `afterId` (id order), up to `limit`, as TabSeparated lines for ClickHouse
+ * `report_accounts` (account_id, handle, wallet_address), written by Postgres: no JavaScript object
+ * per account.
+ */
+export async function reportAccountsPage(
+  db: Db,
+  afterId: string,
+  limit: number,
+): Promise<{ body: string; count: number; lastId: string | null }> {
+  const { rows } = await sql<{ n: string; body: string | null; last_id: string | null }>`
+    WITH page AS MATERIALIZED (
+      SELECT id, handle, coalesce(wallet_address, '') AS wallet_address
+        FROM accounts WHERE id > ${afterId}::uuid ORDER BY id LIMIT ${limit})
+    SELECT count(*)::text AS n,
+           string_agg(concat_ws(E'\\t', id::text,
+                                replace(replace(replace(handle, '\\', '\\\\'), E'\\t', '\\t'), E'\\n', '\\n'),
+                                wallet_address), E'\\n') || E'\\n' AS body,
+           (SELECT id::text FROM page ORDER BY id DESC LIMIT 1) AS last_id
+      FROM page`.execute(db);
+  const row = rows[0];
+  const count = Number(row?.n ?? 0);
+  return { body: count > 0 ? (row?.body ?? '') : '', count, lastId: row?.last_id ?? null };
+}
+
+/** The platform's recorded wallets and mints (`platform_wallets`: role → address). */
+export async function platformAddresses(db: Db): Promise<Map<string, string>> {
+  const rows = await db.selectFrom('platform_wallets').select(['role', 'address']).execute();
+  return new Map(rows.map((row) => [row.role, row.address]));
+}
+
+/** A user's ledger balance per currency at an instant: the sum of its legs before it (micro-USD / base units). */
+export async function ledgerBalancesAt(
+  db: Db,
+  at: Date,
+): Promise<Array<{ account_id: string | null; kind: string; currency: string; balance: bigint }>> {
+  const { rows } = await sql<{ account_id: string | null; kind: string; currency: string; balance: string }>`
+    SELECT a.account_id, a.kind, a.currency, sum(l.amount)::text AS balance
+      FROM ledger_legs l
+      JOIN ledger_movements m ON m.id = l.movement_id
+      JOIN ledger_accounts a ON a.id = l.ledger_account_id
+     WHERE m.created_at < ${at}
+     GROUP BY a.account_id, a.kind, a.currency`.execute(db);
+  return rows.map((row) => ({ ...row, balance: BigInt(row.balance) }));
+}

@@ -1,0 +1,158 @@
+import type { ReportSpec } from '../../../domain/reports/report-kinds.js';
+import { REPORT_COLUMNS } from '../../../domain/reports/report-kinds.js';
+import { historyTypeSql } from '../../../domain/reports/history-types.js';
+import {
+  currencySymbol,
+  formatUnits,
+  instantPrinter,
+  ledgerCurrency,
+  NATIVE_SYMBOL,
+  parseClickHouseTime,
+} from '../../../domain/reports/report-format.js';
+import type { ReportWriterDeps, WrittenReport } from '../write-report.js';
+import { reportAccountsTable, syncReportAccounts } from './report-accounts.js';
+import { columnPicker, rowPrinter, type ReportSink } from './report-sink.js';
+import {
+  intervalParams,
+  sqlDecimals,
+  sqlSymbol,
+  sqlUnits,
+  STREAM_SETTINGS,
+  writeParquet,
+  type ParquetColumn,
+} from './report-query.js';
+
+interface LegRow {
+  x_created_at: string;
+  x_movement: string;
+  x_kind: string;
+  x_type: string;
+  x_account: string;
+  x_account_kind: string;
+  x_currency: string;
+  x_amount: string;
+  x_swap_tx: string;
+  x_status: string;
+  x_slot: string;
+  x_finalized_at: string;
+  x_related_post: string;
+  x_counterparty: string;
+}
+
+/**
+ * A leg's history type: shipped since schema/clickhouse/0004, computed from the same definition for
+ * legs shipped before (until `cli reindex` ships them again).
+ */
+export const LEG_TYPE_SQL = `if(history_type != '', toString(history_type), ${historyTypeSql('toString(movement_kind)', 'amount')})`;
+
+/**
+ * Every ledger leg with created_at in `[start, end)`, oldest first (created_at, then leg id), with
+ * what ClickHouse knows of its chain transaction: `slot` from chain_transactions, `status` the
+ * latest verdict's (failed when it failed on chain; else its commitment, confirmed or finalized;
+ * confirmed for a landed transaction not judged yet, e.g. a deposit; pending otherwise; empty with
+ * no swap_tx) and `finalized_at` when a check found it finalized. Both look-ups read only the
+ * signatures of the interval's legs.
+ */
+function legsQuery(t: (name: string) => string): string {
+  const inInterval = `created_at >= {start:DateTime64(3, 'UTC')} AND created_at < {end:DateTime64(3, 'UTC')}`;
+  const signatures = `SELECT swap_tx FROM ${t('ledger_legs')} WHERE ${inInterval} AND swap_tx != ''`;
+  return `SELECT l.created_at AS x_created_at, toString(l.movement_id) AS x_movement,
+                 toString(l.movement_kind) AS x_kind, l.leg_type AS x_type,
+                 if(l.account_kind = 'user', ua.handle, toString(l.account_kind)) AS x_account,
+                 toString(l.account_kind) AS x_account_kind, toString(l.currency) AS x_currency,
+                 toString(l.amount) AS x_amount, l.swap_tx AS x_swap_tx,
+                 multiIf(l.swap_tx = '', '', v.v_status = 'failed_on_chain', 'failed',
+                         v.v_commitment != '', toString(v.v_commitment), c.slot > 0, 'confirmed', 'pending') AS x_status,
+                 if(c.slot > 0, toString(c.slot), '') AS x_slot,
+                 if(v.v_finalized_n > 0, toString(v.v_finalized_at), '') AS x_finalized_at,
+                 if(isNull(l.related_post_id), '', toString(l.related_post_id)) AS x_related_post,
+                 if(isNull(l.counterparty_id), '', cp.handle) AS x_counterparty,
+                 l.leg_id AS x_leg
+            FROM (SELECT leg_id, movement_id, movement_kind, account_kind, account_id, currency, amount,
+                         created_at, swap_tx, related_post_id, counterparty_id, ${LEG_TYPE_SQL} AS leg_type
+                    FROM ${t('ledger_legs')} FINAL WHERE ${inInterval}) AS l
+            LEFT JOIN ${reportAccountsTable(t('report_accounts'))} AS ua ON ua.account_id = l.account_id
+            LEFT JOIN ${reportAccountsTable(t('report_accounts'))} AS cp ON cp.account_id = l.counterparty_id
+            LEFT JOIN (SELECT signature, max(slot) AS slot FROM ${t('chain_transactions')} FINAL
+                        WHERE signature IN (${signatures}) GROUP BY signature) AS c ON c.signature = l.swap_tx
+            LEFT JOIN (SELECT signature, argMax(status, checked_at) AS v_status,
+                              argMax(commitment, checked_at) AS v_commitment,
+                              countIf(commitment = 'finalized') AS v_finalized_n,
+                              minIf(checked_at, commitment = 'finalized') AS v_finalized_at
+                         FROM ${t('reconciliation')} FINAL
+                        WHERE signature IN (${signatures}) GROUP BY signature) AS v ON v.signature = l.swap_tx
+           ORDER BY x_created_at, x_leg`;
+}
+
+const orEmpty = (value: string): string | null => (value === '' ? null : value);
+
+/** ledger.itemized in csv, jsonl or parquet. */
+export async function writeLedgerItemized(
+  deps: ReportWriterDeps,
+  spec: ReportSpec,
+  out: ReportSink,
+  signal: AbortSignal | undefined,
+): Promise<WrittenReport> {
+  const ch = deps.clickhouse;
+  await syncReportAccounts(deps, signal);
+  const base = { query: legsQuery((name) => ch.table(name)), params: intervalParams(spec) };
+  if (spec.format === 'parquet') {
+    const parquet: Record<string, string> = {
+      created_at: 'toTimeZone(x_created_at, {tz:String})',
+      movement_id: 'toUUID(x_movement)',
+      kind: 'x_kind',
+      type: 'x_type',
+      account: 'x_account',
+      account_kind: 'x_account_kind',
+      currency: sqlSymbol('x_currency', NATIVE_SYMBOL),
+      amount: sqlUnits('toInt64(x_amount)', sqlDecimals('x_currency')),
+      swap_tx: "nullIf(x_swap_tx, '')",
+      status: "nullIf(x_status, '')",
+      slot: 'toUInt64OrNull(x_slot)',
+      finalized_at:
+        "if(x_finalized_at = '', NULL, toTimeZone(toDateTime64(x_finalized_at, 3, 'UTC'), {tz:String}))",
+      related_post_id: 'toUUIDOrNull(x_related_post)',
+      counterparty: "nullIf(x_counterparty, '')",
+    };
+    const columns: ParquetColumn[] = spec.columns.map((name) => ({ name, sql: parquet[name] ?? 'NULL' }));
+    return { rowCount: await writeParquet(ch, out, base, columns, signal), summary: null };
+  }
+  if (spec.format !== 'csv' && spec.format !== 'jsonl')
+    throw new Error(`ledger.itemized has no ${spec.format} format`);
+  const printer = rowPrinter(spec.format, spec.columns);
+  const pick = columnPicker(REPORT_COLUMNS['ledger.itemized'], spec.columns);
+  const printTime = instantPrinter(spec.timezone);
+  await out.text(printer.header());
+  let rowCount = 0;
+  const rows = ch.streamRows<LegRow>({
+    query: `${base.query} ${STREAM_SETTINGS}, max_bytes_before_external_sort = 100000000`,
+    query_params: base.params,
+    ...(signal ? { abort_signal: signal } : {}),
+  });
+  for await (const row of rows) {
+    const currency = ledgerCurrency(row.x_currency);
+    await out.text(
+      printer.row(
+        pick([
+          printTime(parseClickHouseTime(row.x_created_at)),
+          row.x_movement,
+          row.x_kind,
+          row.x_type,
+          row.x_account,
+          row.x_account_kind,
+          currencySymbol(currency),
+          formatUnits(BigInt(row.x_amount), currency),
+          orEmpty(row.x_swap_tx),
+          orEmpty(row.x_status),
+          orEmpty(row.x_slot),
+          row.x_finalized_at === '' ? null : printTime(parseClickHouseTime(row.x_finalized_at)),
+          orEmpty(row.x_related_post),
+          orEmpty(row.x_counterparty),
+        ]),
+      ),
+    );
+    rowCount += 1;
+  }
+  await out.flush();
+  return { rowCount, summary: null };
+}

@@ -342,6 +342,12 @@ describe('account.statement', () => {
       expect(found.status, tx).toBe(200);
     }
 
+    const parquet = await run({ type: 'account.statement', accountId: bob.account.id, format: 'parquet' });
+    expect(parquet.rowCount).toBe(csv.rowCount);
+    expect(parquet.bytes.subarray(0, 4).toString()).toBe('PAR1');
+    expect(parquet.bytes.subarray(-4).toString()).toBe('PAR1');
+    expect(parquet.summary).toEqual(csv.summary);
+
     const koinly = await run({ type: 'account.statement', accountId: bob.account.id, format: 'koinly' });
     const koinlyRecords = parseCsv(koinly.bytes.toString('utf8'));
     expect(koinly.bytes.toString('utf8').split('\r\n')[0]).toBe(KOINLY_HEADER.join(','));

@@ -23,8 +23,9 @@ import {
 } from '../../../domain/reports/report-format.js';
 import { cointrackerRows, koinlyRows, type StatementLine } from '../../../domain/reports/statement-rows.js';
 import type { ReportWriterDeps, WrittenReport } from '../write-report.js';
-import { columnPicker, rowPrinter, type ReportSink } from './report-sink.js';
-import { intervalParams, STREAM_SETTINGS } from './report-query.js';
+import { Writable } from 'node:stream';
+import { columnPicker, ReportSink, rowPrinter } from './report-sink.js';
+import { intervalParams, STREAM_SETTINGS, writeParquet } from './report-query.js';
 
 /** Movements whose history rows are read from Postgres at once. */
 const BATCH = 500;
@@ -52,7 +53,7 @@ interface Entry {
  * 500 movements through the history's own query and toTransaction, so a statement and
  * GET /me/transactions describe a movement in the same words; a movement the history does not list
  * (a native deposit: the history is in dollars) gets its type's words and the shipped swap_tx.
- * Formats csv, jsonl, koinly and cointracker (parquet: not for a statement's running balance).
+ * Formats csv, jsonl, koinly and cointracker; parquet through writeStatementParquet.
  */
 export async function writeAccountStatement(
   deps: ReportWriterDeps,
@@ -62,6 +63,7 @@ export async function writeAccountStatement(
 ): Promise<WrittenReport> {
   const accountId = spec.accountId;
   if (!accountId) throw new Error('account.statement needs an account');
+  if (spec.format === 'parquet') return writeStatementParquet(deps, spec, out, signal);
   const ch = deps.clickhouse;
   const legs = ch.table('ledger_legs');
   const params = { ...intervalParams(spec), account: accountId };
@@ -81,8 +83,6 @@ export async function writeAccountStatement(
 
   const printTime = instantPrinter(spec.timezone);
   const format = spec.format;
-  if (format === 'parquet')
-    throw new Error('account.statement is written as csv, jsonl, koinly or cointracker');
   const tool = format === 'koinly' || format === 'cointracker';
   const printer = format === 'csv' || format === 'jsonl' ? rowPrinter(format, spec.columns) : null;
   const pick = columnPicker(REPORT_COLUMNS['account.statement'], spec.columns);
@@ -236,4 +236,55 @@ function toEntry(row: MovementRow, transaction: Transaction | null): Entry {
       swapTx: transaction?.swapTx ?? (row.x_swap_tx === '' ? null : row.x_swap_tx),
     },
   };
+}
+
+/** ClickHouse types of the statement's columns in Parquet. */
+const PARQUET_TYPES: Record<string, string> = {
+  created_at: "DateTime64(3, 'UTC')",
+  swap_tx: 'Nullable(String)',
+  status: 'Nullable(String)',
+  related_post_id: 'Nullable(UUID)',
+  counterparty: 'Nullable(String)',
+};
+
+/**
+ * A statement as Parquet: the JSON Lines statement (one account's, so held in memory: the only
+ * file not streamed end to end) handed to ClickHouse as `format(JSONEachRow, ...)` data, which
+ * writes the Parquet file. Times go as UTC text and come out as timestamps in the run's timezone.
+ */
+async function writeStatementParquet(
+  deps: ReportWriterDeps,
+  spec: ReportSpec,
+  out: ReportSink,
+  signal: AbortSignal | undefined,
+): Promise<WrittenReport> {
+  const chunks: Buffer[] = [];
+  const collector = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      chunks.push(chunk);
+      done();
+    },
+  });
+  const written = await writeAccountStatement(
+    deps,
+    { ...spec, format: 'jsonl', timezone: 'UTC' },
+    new ReportSink(collector, signal),
+    signal,
+  );
+  const structure = spec.columns.map((name) => `${name} ${PARQUET_TYPES[name] ?? 'String'}`).join(', ');
+  const columns = spec.columns.map((name) => ({
+    name,
+    sql: name === 'created_at' ? 'toTimeZone(created_at, {tz:String})' : `\`${name}\``,
+  }));
+  const rowCount = await writeParquet(
+    deps.clickhouse,
+    out,
+    {
+      query: 'SELECT * FROM format(JSONEachRow, {structure:String}, {data:String})',
+      params: { tz: spec.timezone, structure, data: Buffer.concat(chunks).toString('utf8') },
+    },
+    columns,
+    signal,
+  );
+  return { rowCount, summary: written.summary };
 }

@@ -24,9 +24,15 @@ const EVENT_TYPES = [
   'follow.created',
   'send.received',
   'reconciliation.exception',
+  'report.succeeded',
+  'report.failed',
 ];
 
-const TYPE_HINTS = { 'reconciliation.exception': 'finance accounts only' };
+const TYPE_HINTS = {
+  'reconciliation.exception': 'finance accounts only',
+  'report.succeeded': 'the account that asked for the report',
+  'report.failed': 'the account that asked for the report',
+};
 
 /** The API's own limit (MAX_WEBHOOK_ENDPOINTS): the add button says so before the 409 would. */
 const MAX_ENDPOINTS = 5;

@@ -246,6 +246,10 @@ async function runInProcess(
   const seconds = await sliced((from, to) => {
     for (let i = from; i < to; i++) chain.submit(wires[i]!.wire, { skipPreflight: true });
   });
+  // Not timed: the balance check reads at `confirmed`, which the localnet now keeps a slot behind
+  // `processed` as a cluster does; the last transfer confirmed means every earlier one is.
+  const last = wires.at(-1);
+  if (last) await waitConfirmed(world.rpc, last.signature);
 
   let confirmed = 0;
   const firstErrors: string[] = [];
@@ -369,7 +373,7 @@ async function waitConfirmed(rpc: RpcClient, signature: string): Promise<void> {
     (status) => !!status && status.confirmationStatus !== 'processed',
     { everyMs: 100, limitMs: 10_000 },
   );
-  if (!held) throw new Error(`setup transaction ${signature} did not confirm`);
+  if (!held) throw new Error(`transaction ${signature} did not confirm`);
   if (status!.err !== null) throw new Error(`setup transaction ${signature} failed`);
 }
 

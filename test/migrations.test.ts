@@ -60,6 +60,7 @@ describe('ClickHouse migrations', () => {
       'post_engagement',
       'post_engagement_mv',
       'reconciliation',
+      'report_accounts',
       'schema_migrations',
       'token_movements',
     ]);

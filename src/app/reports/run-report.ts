@@ -29,6 +29,12 @@ export interface RunReportDeps {
   clickhouse: ClickHouse;
   logger: Logger;
   reportStore: ReportStore;
+  /**
+   * The platform's chain (its mints): balance.summary's `chain_closing` reads the configured mints,
+   * which `platform_wallets` does not record when they are given (mainnet USDC). Asked only for
+   * that type, so the other reports run while the chain is away.
+   */
+  bootstrapChain?: () => Promise<{ usdcMint: { toBase58(): string }; nativeMint: { toBase58(): string } }>;
 }
 
 /** How long a running run is vouched for without a renewal; renewed every third of it. */
@@ -73,8 +79,9 @@ export async function runReportAttempt(
   }, REPORT_LEASE_MS / 3);
   renew.unref();
   try {
+    const mints = await mintsFor(deps, spec);
     const stored = await deps.reportStore.write(fileKeyOf(run.id, run.format), (sink) =>
-      writeReport({ clickhouse: deps.clickhouse, db: deps.db }, spec, sink, options.signal),
+      writeReport({ clickhouse: deps.clickhouse, db: deps.db, ...mints }, spec, sink, options.signal),
     );
     const ended = await markRunSucceeded(deps.db, run.id, {
       rowCount: stored.result.rowCount,
@@ -146,4 +153,13 @@ export async function resumeReportRuns(
     if ((await deps.reportsQueue.resubmit(id)) !== 'queued') queued++;
   }
   return queued;
+}
+
+async function mintsFor(
+  deps: RunReportDeps,
+  spec: ReportSpec,
+): Promise<{ mints?: { usdc: string; native: string } }> {
+  if (spec.type !== 'balance.summary' || !deps.bootstrapChain) return {};
+  const chain = await deps.bootstrapChain();
+  return { mints: { usdc: chain.usdcMint.toBase58(), native: chain.nativeMint.toBase58() } };
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
+import { followWallets } from '../src/app/indexer/wallet-follower.js';
 import { writeReport } from '../src/app/reports/write-report.js';
 import { ledgerBalancesAt } from '../src/adapters/postgres/report-facts.repository.js';
 import {
@@ -15,8 +16,10 @@ import {
   type ReportSpec,
 } from '../src/domain/reports/report-kinds.js';
 import { parseUnits, type LedgerCurrency } from '../src/domain/reports/report-format.js';
+import { PublicKey } from '@solana/web3.js';
+import { associatedTokenAccount, LOCALNET_SEED } from '../src/adapters/solana/index.js';
 import { depositNative } from './support/deposit.js';
-import { onChainUsdc } from './support/balances.js';
+import { tokenAccountExists } from './support/balances.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
 
@@ -56,7 +59,14 @@ async function run(spec: Partial<ReportSpec> & Pick<ReportSpec, 'type'>) {
     accountId: null,
     ...spec,
   };
-  const written = await writeReport({ clickhouse: h.env.app.clickhouse, db: h.env.app.db }, full, sink);
+  // The mints as the worker passes them (run-report.ts): the localnet's USDC is the configured
+  // mainnet address, which platform_wallets does not record.
+  const mints = { usdc: h.platform.usdcMint.toBase58(), native: h.platform.nativeMint.toBase58() };
+  const written = await writeReport(
+    { clickhouse: h.env.app.clickhouse, db: h.env.app.db, mints },
+    full,
+    sink,
+  );
   return { ...written, bytes: sink.bytes() };
 }
 
@@ -97,6 +107,9 @@ beforeAll(async () => {
   expect(swapped.status).toBe(201);
   await paymentsSettled(h.env.app.db);
   await reconcileRound(h.env.app, { missingAfterMs: 600_000, limit: 1_000 });
+  // The chain's side of what the ledger did not send: the faucet deposits (recorded by the faucet,
+  // indexed by the follower) and the bootstrap's seed of the pool's vaults.
+  await followWallets(h.env.app);
   await ship();
   endedAt = new Date(Date.now() + 1000);
 }, 120_000);
@@ -206,6 +219,18 @@ const objects = (bytes: Buffer) =>
 const currencyOf = (symbol: string | null | undefined): LedgerCurrency =>
   symbol === 'USDC' ? 'usdc' : 'native';
 
+/** An owner's tokens of a currency on chain at `confirmed` (getTokenAccountBalance of its ATA; 0 without one). */
+async function onChainAt(owner: string, currency: LedgerCurrency): Promise<bigint> {
+  const mint = currency === 'usdc' ? h.platform.usdcMint : h.platform.nativeMint;
+  const ata = associatedTokenAccount(mint, new PublicKey(owner));
+  if (!(await tokenAccountExists(h.env.app, ata))) return 0n;
+  const { value } = await h.env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
+    ata.toBase58(),
+    { commitment: 'confirmed' },
+  ]);
+  return BigInt(value.amount);
+}
+
 describe('balance.summary', () => {
   test('opening + every type = closing for every account to the base unit; closing = the Postgres ledger at interval_end', async () => {
     const { rows: handles } = await import('kysely').then(({ sql }) =>
@@ -258,16 +283,46 @@ describe('balance.summary', () => {
       closing: '30.000000000',
     });
     expect(summary?.map((line) => line.currency).sort()).toEqual(['LFEED', 'USDC']);
-    // Users' wallets: chain_closing is what ClickHouse indexed of them (token_movements). The dev
-    // faucet's deposits are credited by the faucet, not found by the wallet follower, so they are
-    // not indexed: chain_closing here is the indexed payments only, and difference = the deposits.
-    for (const who of [alice, bob, carol]) {
-      const row = rows.find((r) => r.account === who.account.handle && r.currency === 'USDC')!;
-      expect(parseUnits(row.closing!, 'usdc')).toBe(
-        await onChainUsdc(h.env.app, h.platform, who.account.walletAddress),
+    // chain_closing is read from the indexed token_movements; it must be what the chain holds.
+    // Users' wallets: the ledger account and the custodial wallet are the same money (the faucet's
+    // deposits are indexed by the wallet follower like any other), so difference = 0 in both
+    // currencies.
+    const rowOf = (account: string, currency: LedgerCurrency) =>
+      rows.find((r) => r.account === account && currencyOf(r.currency) === currency);
+    const users = [alice, bob, carol].map((who) => [who.account.handle, who.account.walletAddress] as const);
+    for (const [handle, wallet] of users) {
+      for (const currency of ['usdc', 'native'] as const) {
+        const row = rowOf(handle, currency);
+        if (currency === 'usdc') expect(row, handle).toBeDefined();
+        if (!row) continue;
+        const onChain = await onChainAt(wallet, currency);
+        expect(parseUnits(row.chain_closing!, currency), `${handle}/${currency}`).toBe(onChain);
+        expect(parseUnits(row.closing!, currency), `${handle}/${currency}`).toBe(onChain);
+        expect(parseUnits(row.difference!, currency), `${handle}/${currency}`).toBe(0n);
+      }
+    }
+    // Platform wallets: chain_closing is the wallet's tokens on chain too. The treasury's ledger
+    // account is its wallet's money (difference 0); the swap pool's vaults hold the bootstrap's seed,
+    // which is on chain (indexed) but no ledger movement, so its difference is minus the seed.
+    const platformWallets = [
+      ['treasury', h.platform.signers.treasury.publicKey.toBase58(), 'usdc', 0n],
+      ['swap_pool', h.platform.signers.pool_authority.publicKey.toBase58(), 'usdc', -LOCALNET_SEED.poolUsdc],
+      [
+        'swap_pool',
+        h.platform.signers.pool_authority.publicKey.toBase58(),
+        'native',
+        -LOCALNET_SEED.poolNative,
+      ],
+    ] as const;
+    for (const [kind, owner, currency, difference] of platformWallets) {
+      const row = rowOf(kind, currency);
+      expect(row, `${kind}/${currency}`).toBeDefined();
+      expect(parseUnits(row!.chain_closing!, currency), `${kind}/${currency}`).toBe(
+        await onChainAt(owner, currency),
       );
-      expect(parseUnits(row.closing!, 'usdc') - parseUnits(row.chain_closing!, 'usdc')).toBe(
-        parseUnits(row.difference!, 'usdc'),
+      expect(parseUnits(row!.difference!, currency), `${kind}/${currency}`).toBe(difference);
+      expect(parseUnits(row!.closing!, currency) - parseUnits(row!.chain_closing!, currency)).toBe(
+        difference,
       );
     }
     expect(rows.find((r) => r.account === 'fee_pool')?.chain_closing ?? null).toBeNull();

@@ -4,6 +4,7 @@ import {
   associatedTokenAccount,
   buildTransfer,
   fundUsdc,
+  LOCALNET_SEED,
   sendAndConfirm,
   signTransaction,
   USDC_DECIMALS,
@@ -12,7 +13,7 @@ import {
 import { followWallets, type FollowOptions } from '../src/app/indexer/wallet-follower.js';
 import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
-import { fundedAccount } from './support/deposit.js';
+import { depositUsdc, fundedAccount } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 
 /**
@@ -53,6 +54,26 @@ async function reconciliationRows(signature: string) {
     format: 'JSONEachRow',
   });
   return result.json<Record<string, string>>();
+}
+
+/** What ClickHouse indexed of one owner and mint: its token movements' sum and signatures. */
+async function indexedOf(owner: string, mint: string) {
+  const result = await env.app.clickhouse.client.query({
+    query: `SELECT toString(sum(m.amount)) AS amount, groupArray(m.signature) AS signatures,
+                   countIf(t.signature != '') AS with_transaction
+              FROM ${env.app.clickhouse.table('token_movements')} AS m FINAL
+              LEFT JOIN (SELECT signature FROM ${env.app.clickhouse.table('chain_transactions')} FINAL) AS t
+                ON t.signature = m.signature
+             WHERE m.owner = {owner:String} AND m.mint = {mint:String}`,
+    query_params: { owner, mint },
+    format: 'JSONEachRow',
+  });
+  const [row] = await result.json<{ amount: string; signatures: string[]; with_transaction: string }>();
+  return {
+    amount: BigInt(row?.amount ?? '0'),
+    signatures: row?.signatures ?? [],
+    withTransaction: Number(row?.with_transaction ?? 0),
+  };
 }
 
 /** Moves USDC out of the treasury on chain, as a leaked key would: the ledger knows nothing. */
@@ -140,6 +161,30 @@ describe('wallet follower', () => {
     // Seen again (the next round), it is neither counted nor written twice.
     expect((await follow()).unexplained).toBe(0);
     expect(await reconciliationRows(leak)).toHaveLength(1);
+  });
+
+  test("a deposit the faucet already credited is indexed (token movements and transaction), never credited again; so is the bootstrap's seed", async () => {
+    const user = await fundedAccount(env.app, platform, 'wf_faucet', 1_000_000n);
+    const signature = await depositUsdc(env.app, platform, user, 2_000_000n);
+    const round = await follow();
+    expect(round.deposits).toBe(0);
+    expect(round.recorded).toBeGreaterThanOrEqual(2);
+    expect(await available(user.id)).toBe(3_000_000n);
+    expect(await depositsKeyed(signature)).toBe(1);
+    const usdc = platform.usdcMint.toBase58();
+    const indexed = await indexedOf(user.walletAddress, usdc);
+    // Both faucet deposits: the chain's side is complete although the faucet credited the ledger.
+    expect(indexed.amount).toBe(3_000_000n);
+    expect(indexed.signatures).toContain(signature);
+    expect(indexed.withTransaction).toBe(indexed.signatures.length);
+    // The swap pool's vaults were seeded by the bootstrap (no swap in this file): indexed too.
+    const pool = platform.signers.pool_authority.publicKey.toBase58();
+    expect((await indexedOf(pool, usdc)).amount).toBe(LOCALNET_SEED.poolUsdc);
+    expect((await indexedOf(pool, platform.nativeMint.toBase58())).amount).toBe(LOCALNET_SEED.poolNative);
+    const fund = platform.signers.creator_fund.publicKey.toBase58();
+    expect((await indexedOf(fund, platform.nativeMint.toBase58())).amount).toBe(
+      LOCALNET_SEED.creatorFundNative,
+    );
   });
 
   test('a paid post made through the write path is neither a deposit nor unexplained', async () => {

@@ -2,18 +2,29 @@ import { sql } from 'kysely';
 import type { Db } from './db.js';
 
 /**
- * The signatures among `signatures` the ledger already accounts for: an outbox transaction (or a
- * signature it replaced when re-signed), or a deposit recorded under `deposit:<signature>`.
+ * How the ledger accounts for a signature: `outbox`, a transaction it signed (or a signature it
+ * replaced when re-signed), which the reconciler fetches and indexes; `deposit`, a deposit recorded
+ * under `deposit:<signature>` (by the faucets or by an earlier follower round), which nothing else
+ * indexes.
  */
-export async function signaturesKnownToLedger(db: Db, signatures: readonly string[]): Promise<Set<string>> {
-  if (signatures.length === 0) return new Set();
-  const { rows } = await sql<{ signature: string }>`
-    SELECT signature FROM chain_transactions WHERE signature = ANY(${signatures}::text[])
+export type LedgerSignatureSource = 'outbox' | 'deposit';
+
+/** The signatures among `signatures` the ledger already accounts for, and how. */
+export async function signaturesKnownToLedger(
+  db: Db,
+  signatures: readonly string[],
+): Promise<Map<string, LedgerSignatureSource>> {
+  if (signatures.length === 0) return new Map();
+  const { rows } = await sql<{ signature: string; source: LedgerSignatureSource }>`
+    SELECT signature, 'outbox' AS source FROM chain_transactions WHERE signature = ANY(${signatures}::text[])
     UNION
-    SELECT replaced FROM chain_transactions, unnest(replaced_signatures) AS replaced
+    SELECT replaced, 'outbox' FROM chain_transactions, unnest(replaced_signatures) AS replaced
      WHERE replaced_signatures && ${signatures}::text[] AND replaced = ANY(${signatures}::text[])
     UNION
-    SELECT substr(idempotency_key, length('deposit:') + 1) FROM ledger_movements
+    SELECT substr(idempotency_key, length('deposit:') + 1), 'deposit' FROM ledger_movements
      WHERE idempotency_key = ANY(${signatures.map((s) => `deposit:${s}`)}::text[])`.execute(db);
-  return new Set(rows.map((row) => row.signature));
+  const known = new Map<string, LedgerSignatureSource>();
+  // An outbox signature is the reconciler's to index, even if a deposit were keyed by it too.
+  for (const row of rows) if (known.get(row.signature) !== 'outbox') known.set(row.signature, row.source);
+  return known;
 }

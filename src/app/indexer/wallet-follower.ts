@@ -49,6 +49,11 @@ export interface FollowRound {
   addresses: number;
   /** New signatures the ledger did not cause (deduplicated across addresses). */
   signatures: number;
+  /**
+   * Deposits the ledger had already recorded (the faucets', or credited by an earlier round) seen
+   * this round: indexed into ClickHouse, never credited again.
+   */
+  recorded: number;
   /** Deposits credited this round (not counting ones another follower credited first). */
   deposits: number;
   /** Transactions that took USDC out of one of our wallets without the ledger. */
@@ -79,10 +84,11 @@ interface OurWallets {
 }
 
 /**
- * One round of the wallet follower: lists the new signatures of every USDC token account we own
- * (the platform's and each user's), leaves out the ones the ledger caused (outbox transactions,
- * also their replaced signatures, and deposits already recorded), and judges the rest from their
- * token balances. USDC that reached a user from outside is credited as a deposit keyed by its
+ * One round of the wallet follower: lists the new signatures of every USDC and native token
+ * account we own (the platform's, the swap pool's vaults and each user's), leaves the outbox's
+ * transactions (also their replaced signatures) to the reconciler, indexes the deposits the ledger
+ * already recorded without judging them, and judges the rest from their token balances. Every
+ * fetched transaction and its token movements go to ClickHouse. USDC that reached a user from outside is credited as a deposit keyed by its
  * signature (exactly once, whoever sees it first); USDC that left one of our wallets is an
  * `unexplained` reconciliation row. Each address's cursor moves only after its signatures were
  * handled: a crash re-reads them (every effect is idempotent) instead of skipping them.
@@ -96,7 +102,13 @@ export async function followWallets(
   const platform = await deps.bootstrapChain();
   const wallets = await ourWallets(deps.db, platform);
   const addresses = followedAddresses(platform, wallets);
-  const round: FollowRound = { addresses: addresses.length, signatures: 0, deposits: 0, unexplained: 0 };
+  const round: FollowRound = {
+    addresses: addresses.length,
+    signatures: 0,
+    recorded: 0,
+    deposits: 0,
+    unexplained: 0,
+  };
   // A transaction touching several of our accounts is listed for each: judge it once a round.
   const judged = new Set<string>();
   for (let from = 0; from < addresses.length; from += perBatch) {
@@ -110,6 +122,7 @@ export async function followWallets(
     fresh.forEach((signature) => judged.add(signature));
     const outcome = await judgeSignatures(deps, platform, wallets, fresh);
     round.signatures += outcome.signatures;
+    round.recorded += outcome.recorded;
     round.deposits += outcome.deposits;
     round.unexplained += outcome.unexplained;
     await advanceCursors(deps.db, found);
@@ -118,13 +131,11 @@ export async function followWallets(
 }
 
 async function ourWallets(db: Db, platform: PlatformChain): Promise<OurWallets> {
-  const followedRoles = ['treasury', 'creator_fund', 'fee_payer'] as const;
+  // The pool authority's token accounts are the swap pool's vaults: followed like the others, so
+  // what reaches them outside the ledger (the bootstrap's seed, a top-up) is indexed too.
+  const followedRoles = ['treasury', 'creator_fund', 'fee_payer', 'pool_authority'] as const;
   const labels = new Map<string, string>();
-  // The pool authority is ours too (money leaving it is never a deposit), but its vault is not
-  // followed: what moves there is the ledger's swaps.
-  for (const role of [...followedRoles, 'pool_authority'] as const) {
-    labels.set(platform.signers[role].publicKey.toBase58(), role);
-  }
+  for (const role of followedRoles) labels.set(platform.signers[role].publicKey.toBase58(), role);
   const users = new Map<string, string>();
   for (const { id, handle, wallet_address: wallet } of await usersWithWallets(db)) {
     users.set(wallet, id);
@@ -135,12 +146,17 @@ async function ourWallets(db: Db, platform: PlatformChain): Promise<OurWallets> 
 }
 
 /**
- * The USDC associated token accounts of our wallets. Followed as token accounts, not owners: a
- * transfer into an ATA names the token account, never its owner (NOTES "Indexing Solana").
+ * The USDC and native associated token accounts of our wallets. Followed as token accounts, not
+ * owners: a transfer into an ATA names the token account, never its owner (NOTES "Indexing
+ * Solana"). Both mints, so that every token movement of our wallets reaches `token_movements`
+ * (balance.summary's `chain_closing` is read from it); a token account that does not exist (yet)
+ * simply lists no signatures.
  */
 function followedAddresses(platform: PlatformChain, wallets: OurWallets): string[] {
-  const owners = [...wallets.platform, ...wallets.users.keys()];
-  return owners.map((owner) => associatedTokenAccount(platform.usdcMint, new PublicKey(owner)).toBase58());
+  const owners = [...wallets.platform, ...wallets.users.keys()].map((owner) => new PublicKey(owner));
+  return owners.flatMap((owner) =>
+    [platform.usdcMint, platform.nativeMint].map((mint) => associatedTokenAccount(mint, owner).toBase58()),
+  );
 }
 
 async function withCursors(db: Db, addresses: string[]): Promise<Followed[]> {
@@ -202,7 +218,13 @@ async function newSignatures(
   return found;
 }
 
-/** Deduplicated signatures of one batch of addresses: fetched and judged unless the ledger caused them. */
+/**
+ * Deduplicated signatures of one batch of addresses. Outbox transactions are left to the
+ * reconciler, which fetches, judges and indexes them. A deposit the ledger already recorded (the
+ * faucets credit the ledger themselves) is fetched and indexed only: the chain's side in
+ * ClickHouse must be complete whoever credited the ledger. Every other signature is fetched,
+ * judged and indexed.
+ */
 async function judgeSignatures(
   deps: WalletFollowerDeps,
   platform: PlatformChain,
@@ -211,15 +233,23 @@ async function judgeSignatures(
 ): Promise<Omit<FollowRound, 'addresses'>> {
   const ours = await signaturesKnownToLedger(deps.db, signatures);
   const unknown = signatures.filter((s) => !ours.has(s));
-  const outcome = { signatures: unknown.length, deposits: 0, unexplained: 0 };
-  if (unknown.length === 0) return outcome;
+  const recorded = signatures.filter((s) => ours.get(s) === 'deposit');
+  const outcome = { signatures: unknown.length, recorded: recorded.length, deposits: 0, unexplained: 0 };
+  if (unknown.length === 0 && recorded.length === 0) return outcome;
   // fetchTransactions retries on its own.
-  const fetched = await counted(deps, () => fetchTransactions(deps.rpc, unknown, 'confirmed'));
+  const fetched = await counted(deps, () =>
+    fetchTransactions(deps.rpc, [...unknown, ...recorded], 'confirmed'),
+  );
   const mint = platform.usdcMint.toBase58();
   const unexplainedRows: Array<Record<string, unknown>> = [];
   const exceptions: ReconciliationException[] = [];
   const transactions: FetchedTransaction[] = [];
   const now = new Date();
+  for (const signature of recorded) {
+    const tx = fetched.get(signature);
+    if (!tx) throw new Error(`transaction ${signature} was listed but getTransaction found nothing`);
+    transactions.push(tx);
+  }
   for (const signature of unknown) {
     const tx = fetched.get(signature);
     // Listed at confirmed but not fetchable: fail the round (its cursors stay) and look again.

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { EVENT_TYPES } from '../src/domain/events/event-types.js';
+import { KOINLY_HEADER } from '../src/domain/reports/report-kinds.js';
 import { shortChangedPost } from './support/chain-tampering.js';
 import { testChromium } from './support/chromium.js';
 import { depositNative } from './support/deposit.js';
@@ -39,6 +41,8 @@ const today = new Date().toISOString().slice(0, 10);
 
 /** The key the browser's sign-up produced, and the account behind it. */
 let creator: Member;
+/** The finance account the finance test makes. */
+let finance: Member;
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
@@ -560,6 +564,7 @@ describe('dashboards in Chromium', () => {
       const app = h.env.app;
       const financeAccount = await createAccount(app, { handle: 'e2e_finance', role: 'finance' });
       const financeKey = (await createApiKey(app.apiKeys, financeAccount.id)).key;
+      finance = { account: financeAccount, key: financeKey };
       const payer = await h.member('e2e_payer', 5_000_000n);
       const { signature } = await shortChangedPost(app, h.platform, payer.account);
       await settleShipReconcile();
@@ -785,6 +790,216 @@ describe('dashboards in Chromium', () => {
       } finally {
         await receiver.close();
       }
+    },
+    TIMEOUT,
+  );
+
+  test(
+    "finance dashboard: a reconciliation.itemized report run followed to succeeded, its file downloaded with the run's sha256, refusals in the API's words",
+    async () => {
+      expect(finance, 'the finance test makes the finance account').toBeDefined();
+      const posts: Request[] = [];
+      const onRequest = (request: Request) => {
+        if (request.method() === 'POST' && new URL(request.url()).pathname === '/api/v1/reports')
+          posts.push(request);
+      };
+      page.on('request', onRequest);
+      try {
+        await signInWith(finance.key);
+        await page.goto(`${h.base}/dashboard/finance`);
+        await page.waitForSelector('#report-form');
+        await page.waitForSelector('#report-runs[data-state="empty"]');
+        // The time zone defaults to the browser's.
+        const browserZone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+        await expect(page.inputValue('#report-timezone')).resolves.toBe(browserZone);
+
+        // A refusal is the API's message, and nothing runs.
+        await page.selectOption('#report-type', 'reconciliation.itemized');
+        await page.fill('#report-timezone', 'UTC');
+        await page.fill('#report-start', today);
+        await page.fill('#report-end', today);
+        const errorsBefore = consoleErrors.length;
+        await page.click('#report-run');
+        await page.waitForSelector('#report-progress[data-state="error"][data-code="invalid_request"]');
+        await expect(page.locator('#report-progress [role=alert]').textContent()).resolves.toContain(
+          'interval_end',
+        );
+        // Chromium logs the 400 as a failed load; nothing else may be logged.
+        expect(consoleErrors.splice(errorsBefore)).toEqual([expect.stringContaining('status of 400')]);
+
+        // Today, UTC: the end (tomorrow) is after now, so the run goes up to now.
+        const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+        await page.fill('#report-end', tomorrow);
+        await page.click('#report-run');
+        await page.waitForSelector('#report-progress[data-status="succeeded"]', { timeout: 60_000 });
+        const id = (await page.getAttribute('#report-progress', 'data-report-id'))!;
+        const answer = await h.call(finance, 'GET', `/reports/${id}`);
+        expect(answer.status).toBe(200);
+        const run = (await answer.json()) as {
+          type: string;
+          format: string;
+          timezone: string;
+          interval_start: string;
+          row_count: number;
+          bytes: number;
+          sha256: string;
+        };
+        expect(run).toMatchObject({
+          type: 'reconciliation.itemized',
+          format: 'csv',
+          timezone: 'UTC',
+          interval_start: `${today}T00:00:00.000Z`,
+        });
+        expect(run.row_count).toBeGreaterThanOrEqual(1);
+        await expect(page.locator('#report-sha256').textContent()).resolves.toBe(run.sha256);
+        await expect(page.locator('#report-rows').textContent()).resolves.toBe(String(run.row_count));
+        await shoot('finance-report-run');
+
+        // Two asks, each with its own Idempotency-Key; the second's end was cut to now.
+        expect(posts).toHaveLength(2);
+        const keys = await Promise.all(posts.map((r) => r.headerValue('idempotency-key')));
+        expect(keys.every((key) => /^report-[0-9a-f]{32}$/.test(key ?? ''))).toBe(true);
+        expect(new Set(keys).size).toBe(2);
+        const sent = posts[1]!.postDataJSON() as { interval_end: string };
+        expect(sent.interval_end).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.000Z$/);
+
+        const [download] = await Promise.all([page.waitForEvent('download'), page.click('#report-download')]);
+        const file = readFileSync(await download.path());
+        expect(createHash('sha256').update(file).digest('hex')).toBe(run.sha256);
+        expect(file.length).toBe(run.bytes);
+        expect(download.suggestedFilename()).toMatch(/\.csv$/);
+        await expect(page.getAttribute('#report-file-link', 'data-verified')).resolves.toBe('true');
+        const csv = file.toString('utf8');
+        expect(csv.split('\r\n')[0]).toBe(
+          'ledger_day,movement_id,swap_tx,status,currency,ledger_amount,chain_amount,commitment,detail,checked_at',
+        );
+        expect(csv).toContain(',amount_mismatch,');
+
+        // The run in the list, newest first, downloadable from there too.
+        const listed = page.locator(`#report-runs-table tr[data-report-id="${id}"][data-status="succeeded"]`);
+        await listed.waitFor();
+        await expect(
+          page.locator('#report-runs-table tbody tr').first().getAttribute('data-report-id'),
+        ).resolves.toBe(id);
+        const [again] = await Promise.all([
+          page.waitForEvent('download'),
+          listed.locator('button.download').click(),
+        ]);
+        expect(
+          createHash('sha256')
+            .update(readFileSync(await again.path()))
+            .digest('hex'),
+        ).toBe(run.sha256);
+        expect(posts).toHaveLength(2);
+
+        // A balance summary whose answer is cut on its way back (the server made the run): Run
+        // again sends the same body with the same key, and the server answers that same run.
+        const runCount = async () =>
+          ((await (await h.call(finance, 'GET', '/reports?limit=100')).json()) as { reports: unknown[] })
+            .reports.length;
+        const runsBefore = await runCount();
+        await page.selectOption('#report-type', 'balance.summary');
+        let cut = false;
+        const errorsBeforeCut = consoleErrors.length;
+        await page.route('**/api/v1/reports', async (route) => {
+          if (cut || route.request().method() !== 'POST') return route.continue();
+          cut = true;
+          await route.fetch();
+          await route.abort('connectionreset');
+        });
+        await page.click('#report-run');
+        await page.waitForSelector('#report-progress[data-state="error"][data-code="network"]');
+        await page.unroute('**/api/v1/reports');
+        expect(await runCount()).toBe(runsBefore + 1);
+        await page.click('#report-run');
+        await page.waitForSelector('#report-progress[data-status="succeeded"]', { timeout: 60_000 });
+        expect(await runCount()).toBe(runsBefore + 1);
+        expect(posts).toHaveLength(4);
+        expect(await posts[3]!.headerValue('idempotency-key')).toBe(
+          await posts[2]!.headerValue('idempotency-key'),
+        );
+        expect(posts[3]!.postData()).toBe(posts[2]!.postData());
+        expect(consoleErrors.splice(errorsBeforeCut)).toEqual([
+          'Failed to load resource: net::ERR_CONNECTION_RESET',
+        ]);
+        const summaryId = (await page.getAttribute('#report-progress', 'data-report-id'))!;
+        const summary = (await (await h.call(finance, 'GET', `/reports/${summaryId}`)).json()) as {
+          type: string;
+          sha256: string;
+        };
+        expect(summary.type).toBe('balance.summary');
+        const [summaryFile] = await Promise.all([
+          page.waitForEvent('download'),
+          page.click('#report-download'),
+        ]);
+        expect(
+          createHash('sha256')
+            .update(readFileSync(await summaryFile.path()))
+            .digest('hex'),
+        ).toBe(summary.sha256);
+        await shoot('finance-report-summary');
+      } finally {
+        page.off('request', onRequest);
+        await page.unroute('**/api/v1/reports');
+      }
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'creator dashboard: a Koinly statement of this month, run, waited for and downloaded, starts with exactly the Koinly header',
+    async () => {
+      expect(creator, 'the portal test signs the creator up').toBeDefined();
+      await signInWith(creator.key);
+      await page.goto(`${h.base}/dashboard/creator`);
+      await page.waitForSelector('#statements');
+      const thisMonth = await page.evaluate(() => {
+        const d = new Date();
+        return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}`;
+      });
+      await expect(page.inputValue('#statement-month')).resolves.toBe(thisMonth);
+
+      const [download] = await Promise.all([
+        page.waitForEvent('download', { timeout: 60_000 }),
+        page.click('#statement-koinly'),
+      ]);
+      const file = readFileSync(await download.path());
+      const text = file.toString('utf8');
+      expect(text.startsWith(`${KOINLY_HEADER.join(',')}\r\n`)).toBe(true);
+      expect(text.split('\r\n')[0]).toBe(
+        'Date,Sent Amount,Sent Currency,Received Amount,Received Currency,Fee Amount,Fee Currency,Net Worth Amount,Net Worth Currency,Label,Description,TxHash',
+      );
+
+      // The file is the run's: the creator's own statement, Koinly, in the browser's time zone.
+      const id = (await page.getAttribute('#statement-progress', 'data-report-id'))!;
+      const run = (await (await h.call(creator, 'GET', `/reports/${id}`)).json()) as {
+        type: string;
+        format: string;
+        account: string;
+        timezone: string;
+        row_count: number;
+        sha256: string;
+      };
+      const browserZone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+      expect(run).toMatchObject({
+        type: 'account.statement',
+        format: 'koinly',
+        account: 'e2e_creator',
+        timezone: browserZone,
+      });
+      expect(createHash('sha256').update(file).digest('hex')).toBe(run.sha256);
+      // This month's posts, shares, swaps and deposits: one line each after the header.
+      expect(run.row_count).toBeGreaterThanOrEqual(5);
+      expect(text.split('\r\n').filter(Boolean)).toHaveLength(run.row_count + 1);
+      await expect(page.locator('#statement-sha256').textContent()).resolves.toBe(run.sha256);
+      await shoot('creator-statement');
+
+      // Phone width: the panel fits.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.waitForTimeout(200);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+      await page.setViewportSize({ width: 1280, height: 900 });
     },
     TIMEOUT,
   );

@@ -3,6 +3,7 @@ import { gql } from './lib/api.js';
 import { timeChart } from './lib/chart.js';
 import { dateTime, dollarsForChart, short, tokens, usd, usdDecimal } from './lib/format.js';
 import { el, initHeader, messageOf, requireKey, show, card } from './lib/ui.js';
+import { statementsPanel } from './statements-panel.js';
 import { swapForm } from './swap-form.js';
 
 /*
@@ -10,7 +11,7 @@ import { swapForm } from './swap-form.js';
  * shares, from ClickHouse via creatorEarnings), earnings by source and the creator fund's epochs,
  * the swap form (native tokens -> USDC), top posts (from the ledger via viewer.topPosts) and recent
  * transactions, each with the state of its chain transaction (pending, confirmed, finalized,
- * failed) and linked to the block explorer.
+ * failed) and linked to the block explorer, and monthly statements (statements-panel.js).
  */
 
 const page = document.getElementById('page');
@@ -113,6 +114,7 @@ async function render() {
     ]),
     card('top', 'Top posts', topBox),
     card('tx', 'Recent transactions', txBox),
+    statementsPanel(),
   );
   async function refreshAll() {
     refresh.disabled = true;

@@ -2,13 +2,14 @@ import { gql, rest } from './lib/api.js';
 import { timeChart } from './lib/chart.js';
 import { dateTime, dollarsForChart, short, usd, utcDay } from './lib/format.js';
 import { el, initHeader, messageOf, requireKey, show } from './lib/ui.js';
+import { reportsPanel } from './reports-panel.js';
 
 /*
  * Finance dashboard (finance or admin role): ledger vs chain per day (reconciliationSummary), the
  * verdict counts, the payments by outbox state (pending, confirmed, finalized, failed), the
  * exception list with filters (reconciliationExceptions), the day's CSV report
- * (GET /api/v1/finance/reconciliation, Accept: text/csv) and one click into a transaction's
- * movements (chainTransaction).
+ * (GET /api/v1/finance/reconciliation, Accept: text/csv), one click into a transaction's
+ * movements (chainTransaction) and report runs (reports-panel.js).
  */
 
 const page = document.getElementById('page');
@@ -122,6 +123,9 @@ async function render() {
       exceptionsBox,
     ]),
     drillBox,
+    reportsPanel(),
+    // PERIODS (issue 50 item 4, not built): a Periods card goes here (close a period, its blockers
+    // linked to the exceptions, reopen for admins) once POST/GET /api/v1/finance/periods exist.
   );
   rangeForm.addEventListener('submit', (e) => {
     e.preventDefault();

@@ -45,13 +45,33 @@ export async function gql(query, variables = {}) {
   return body.data;
 }
 
-/** A REST call under /api/v1 (sign-up, the CSV report). */
-export async function rest(method, path, { body, accept = 'application/json' } = {}) {
+/**
+ * A REST call under /api/v1 (sign-up, the CSV report, report runs). `headers` adds to the key and
+ * content headers (an Idempotency-Key).
+ */
+export async function rest(method, path, { body, accept = 'application/json', headers = {} } = {}) {
+  return restAt(`/api/v1${path}`, method, { body, accept, headers });
+}
+
+/**
+ * A file the API serves under /api/v1 at a URL it gave (a report run's `file_url`), fetched with
+ * the API key: the key travels in a header, which a plain link or navigation cannot send.
+ */
+export async function download(url) {
+  if (!url.startsWith('/api/v1/')) throw new ApiError('error', `Not a file of this API: ${url}`, 0);
+  return restAt(url, 'GET', { accept: '*/*' });
+}
+
+async function restAt(url, method, { body, accept, headers = {} }) {
   let response;
   try {
-    response = await fetch(`/api/v1${path}`, {
+    response = await fetch(url, {
       method,
-      headers: authHeaders({ accept, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }),
+      headers: authHeaders({
+        accept,
+        ...headers,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      }),
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
   } catch {
@@ -59,7 +79,12 @@ export async function rest(method, path, { body, accept = 'application/json' } =
   }
   if (!response.ok) {
     const error = await response.json().catch(() => ({}));
-    throw new ApiError(error.error ?? 'error', error.message ?? `HTTP ${response.status}`, response.status);
+    throw new ApiError(
+      error.error ?? 'error',
+      error.message ?? `HTTP ${response.status}`,
+      response.status,
+      error,
+    );
   }
   return response;
 }

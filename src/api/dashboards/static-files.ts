@@ -47,12 +47,15 @@ export function dashboardFiles(): Map<string, string> {
     'lib/chart.js',
     'lib/session.js',
     'lib/ui.js',
+    'lib/reports.js',
     'portal.js',
     'creator.js',
     'swap-form.js',
     'fund-panel.js',
     'webhooks-panel.js',
     'finance.js',
+    'reports-panel.js',
+    'statements-panel.js',
   ]) {
     files.set(name, `${web}/${name}`);
   }

@@ -1,0 +1,274 @@
+import { download, rest } from './api.js';
+import { el } from './ui.js';
+
+/*
+ * Report runs from the pages (REST /api/v1/reports, docs/reports.md): ask for a run with an
+ * Idempotency-Key, follow it until it succeeds or fails, fetch its file with the API key and hand
+ * it to the browser to save, checked against the run's sha256. Shared by the finance page's
+ * Reports panel and the creator page's Statements.
+ */
+
+/** The browser's IANA time zone, the default for every run asked from a page. */
+export function browserTimeZone() {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+}
+
+/**
+ * How far before the browser's clock an interval that reaches into the future is cut: the API
+ * refuses an `interval_end` later than the request's time by its own clock, and the two clocks
+ * are not the same clock.
+ */
+const CLOCK_MARGIN_MS = 5_000;
+
+/** Offset of `timeZone` from UTC at `instant` (ms; positive east of Greenwich). */
+function offsetMs(instant, timeZone) {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    })
+      .formatToParts(instant)
+      .map((part) => [part.type, part.value]),
+  );
+  const wall = Date.UTC(+parts.year, +parts.month - 1, +parts.day, +parts.hour, +parts.minute, +parts.second);
+  return wall - Math.floor(instant / 1000) * 1000;
+}
+
+/** The instant a local day (YYYY-MM-DD) starts in `timeZone` (throws RangeError for an unknown zone). */
+export function dayStartIn(day, timeZone) {
+  const [y, m, d] = day.split('-').map(Number);
+  const wall = Date.UTC(y, m - 1, d);
+  // Twice: the offset at the first guess can differ from the offset at the answer (a DST change).
+  const guess = wall - offsetMs(wall, timeZone);
+  return new Date(wall - offsetMs(guess, timeZone));
+}
+
+/**
+ * What to send as `interval_end` for a local end day (exclusive) in `timeZone`: the day itself
+ * (the API reads it in the timezone), or, when that day starts after now, now (to the second, less
+ * the clock margin): "up to now". A zone the browser does not know is sent as typed, for the API to
+ * refuse by name.
+ */
+export function intervalEndFor(day, timeZone, now = new Date()) {
+  let start;
+  try {
+    start = dayStartIn(day, timeZone);
+  } catch {
+    return day;
+  }
+  const latest = Math.floor((now.getTime() - CLOCK_MARGIN_MS) / 1000) * 1000;
+  return start.getTime() <= latest ? day : new Date(latest).toISOString();
+}
+
+/** 128 random bits as hex. getRandomValues, not randomUUID: the page may be served over plain HTTP. */
+function newIdempotencyKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `report-${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+}
+
+/**
+ * Asks for report runs, one Idempotency-Key per intended run. `ask(intended, makeBody)`: while
+ * `intended` (what the person chose, as a string) is the same as the last ask's and that ask got no
+ * answer (a lost connection, a 5xx, the key still busy), the same body is sent again with the same
+ * key, so the server answers the first request instead of starting a second run; the body is made
+ * once, since it can hold "now". Two asks at once share one request. The key is dropped once the
+ * API answers with a run or refuses the request (4xx: nothing was started); an edit of the form
+ * calls `forget()`.
+ */
+export function reportRequester() {
+  let intent = null;
+  const forget = () => {
+    intent = null;
+  };
+  async function send(mine) {
+    try {
+      const response = await rest('POST', '/reports', {
+        body: mine.body,
+        headers: { 'idempotency-key': mine.key },
+      });
+      const run = await response.json();
+      if (intent === mine) intent = null;
+      return run;
+    } catch (error) {
+      const nothingStarted = error.status >= 400 && error.status < 500 && error.status !== 409;
+      if (intent === mine && nothingStarted) intent = null;
+      throw error;
+    } finally {
+      mine.pending = null;
+    }
+  }
+  function ask(intended, makeBody) {
+    if (!intent || intent.intended !== intended) {
+      intent = { intended, body: makeBody(), key: newIdempotencyKey(), pending: null };
+    }
+    const mine = intent;
+    mine.pending ??= send(mine);
+    return mine.pending;
+  }
+  return { ask, forget };
+}
+
+export const FINAL_STATUSES = new Set(['succeeded', 'failed']);
+/** How a run is followed: each second for 15 s, then every 3 s, for at most 15 minutes. */
+const FOLLOW_FAST_MS = 15_000;
+const FOLLOW_MAX_MS = 15 * 60_000;
+
+/**
+ * Follows a run (GET /reports/{id}) until it has succeeded or failed; `onUpdate(run, problem)` is
+ * called with each answer, or with the last run and the error of a read that failed (the next tick
+ * tries again). Stops early when `stillWanted()` turns false (another run took the panel) and
+ * after 15 minutes; answers the last run read. A 404 is thrown (the run is not this key's).
+ */
+export async function followRun(run, { onUpdate, stillWanted = () => true }) {
+  const started = Date.now();
+  let last = run;
+  while (!FINAL_STATUSES.has(last.status)) {
+    const elapsed = Date.now() - started;
+    if (elapsed >= FOLLOW_MAX_MS || !stillWanted()) return last;
+    await new Promise((resolve) => setTimeout(resolve, elapsed < FOLLOW_FAST_MS ? 1_000 : 3_000));
+    if (!stillWanted()) return last;
+    try {
+      last = await (await rest('GET', `/reports/${encodeURIComponent(run.id)}`)).json();
+      onUpdate(last, null);
+    } catch (error) {
+      if (error.status === 404) throw error;
+      onUpdate(last, error);
+    }
+  }
+  return last;
+}
+
+/** The largest file whose sha256 the page computes (the digest reads the whole file into memory). */
+const VERIFY_MAX_BYTES = 256 * 1024 * 1024;
+
+/**
+ * A succeeded run's file, fetched with the API key. `verified` is true when its sha256 equals the
+ * run's, null when it could not be computed here (crypto.subtle needs HTTPS or localhost; a file
+ * above 256 MB is not read twice); a mismatch is thrown, since that file is not the run's.
+ */
+export async function fetchRunFile(run) {
+  const response = await download(run.file_url);
+  const blob = await response.blob();
+  const disposition = response.headers.get('content-disposition') ?? '';
+  const fileName = /filename="([^"]+)"/.exec(disposition)?.[1] ?? `report-${run.id}`;
+  let verified = null;
+  if (crypto.subtle && run.sha256 && blob.size <= VERIFY_MAX_BYTES) {
+    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', await blob.arrayBuffer()));
+    const hex = Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+    if (hex !== run.sha256) {
+      throw new Error(
+        `The file downloaded (sha256 ${hex}) is not the run's (sha256 ${run.sha256}); it was not saved. Download again.`,
+      );
+    }
+    verified = true;
+  }
+  return { blob, fileName, verified };
+}
+
+/**
+ * A link that saves `blob` as `fileName`, clicked once to save it now. The object URL of the
+ * previous link made with the same `slot` is released (a report can be large).
+ */
+const objectUrls = new Map();
+export function saveLink(slot, blob, fileName, attrs = {}) {
+  const old = objectUrls.get(slot);
+  if (old) URL.revokeObjectURL(old);
+  const href = URL.createObjectURL(blob);
+  objectUrls.set(slot, href);
+  return el('a', { href, download: fileName, ...attrs }, fileName);
+}
+
+/** A size in bytes as people read it ("12.3 kB"), decimal units. */
+export function byteSize(bytes) {
+  const n = Number(bytes);
+  if (n < 1000) return `${n} byte${n === 1 ? '' : 's'}`;
+  const units = ['kB', 'MB', 'GB', 'TB'];
+  let value = n;
+  let unit = -1;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+}
+
+/** An instant the API answered, as a date and time in the run's own timezone. */
+export function inZone(iso, timeZone) {
+  try {
+    return new Intl.DateTimeFormat(undefined, { timeZone, dateStyle: 'medium', timeStyle: 'short' }).format(
+      new Date(iso),
+    );
+  } catch {
+    return iso;
+  }
+}
+
+/** "1 Nov 2026, 00:00 – 1 Dec 2026, 00:00 (Europe/Paris)": a run's interval, end exclusive. */
+export function intervalText(run) {
+  return `${inZone(run.interval_start, run.timezone)} – ${inZone(run.interval_end, run.timezone)} (${run.timezone})`;
+}
+
+const STATUS_TONES = { pending: 'pending', running: 'pending', succeeded: 'good', failed: 'bad' };
+
+/** A run's status as a badge. */
+export function statusBadge(status) {
+  return el('span', { class: `badge ${STATUS_TONES[status] ?? ''}`.trim(), 'data-status': status }, status);
+}
+
+/**
+ * What a succeeded run's file is: rows, size, sha256, and the summary's opening and closing per
+ * currency when the run has one (balance.summary, account.statement).
+ */
+export function runFacts(run, idPrefix) {
+  const cell = (id, label, value, { wide = false, mono = false } = {}) =>
+    el('div', { class: wide ? 'wide' : null }, [
+      el('dt', {}, label),
+      el('dd', { id: `${idPrefix}-${id}`, class: mono ? 'mono' : null }, value),
+    ]);
+  return [
+    el('dl', { class: 'quote report-facts' }, [
+      cell('rows', 'Rows', Number(run.row_count).toLocaleString()),
+      cell('bytes', 'Size', el('span', { title: `${run.bytes} bytes` }, byteSize(run.bytes))),
+      cell('sha256', 'sha256', run.sha256, { wide: true, mono: true }),
+    ]),
+    run.summary?.length
+      ? el('div', { class: 'table-wrap' }, [
+          el('table', { id: `${idPrefix}-summary` }, [
+            el(
+              'caption',
+              {},
+              run.type === 'account.statement'
+                ? 'Opening and closing balance over the interval'
+                : 'The platform accounts’ opening and closing over the interval',
+            ),
+            el(
+              'thead',
+              {},
+              el('tr', {}, [
+                el('th', { scope: 'col' }, 'Currency'),
+                el('th', { scope: 'col', class: 'num' }, 'Opening'),
+                el('th', { scope: 'col', class: 'num' }, 'Closing'),
+              ]),
+            ),
+            el(
+              'tbody',
+              {},
+              run.summary.map((line) =>
+                el('tr', { 'data-currency': line.currency }, [
+                  el('td', {}, line.currency),
+                  el('td', { class: 'num' }, line.opening),
+                  el('td', { class: 'num' }, line.closing),
+                ]),
+              ),
+            ),
+          ]),
+        ])
+      : null,
+  ];
+}

@@ -93,6 +93,16 @@ const SMOKE_BENCHES: SmokeBench[] = [
       /^PASS: reconciliation CSV/m,
     ],
   },
+  {
+    script: 'bench:reports',
+    figures: [
+      /^(PASS|MISS) wall time [\d.]+ s <= 300 s/m,
+      /^(PASS|MISS) service RSS growth \d+ MB <= 256 MB while it runs/m,
+      /^ok rows: [\d,]+ in the file, row_count [\d,]+, [\d,]+ legs in Postgres$/m,
+      /^ok closing = Postgres balance at .* 0 differ, 0 missing$/m,
+      /^PASS: reports over [\d,]+ legs/m,
+    ],
+  },
 ];
 
 /** Benches that a test file of their own runs in a short mode already (not run twice). */

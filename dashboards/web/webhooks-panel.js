@@ -26,12 +26,16 @@ const EVENT_TYPES = [
   'reconciliation.exception',
   'report.succeeded',
   'report.failed',
+  'period.closed',
+  'period.reopened',
 ];
 
 const TYPE_HINTS = {
   'reconciliation.exception': 'finance accounts only',
   'report.succeeded': 'the account that asked for the report',
   'report.failed': 'the account that asked for the report',
+  'period.closed': 'finance and admin accounts only',
+  'period.reopened': 'finance and admin accounts only',
 };
 
 /** The API's own limit (MAX_WEBHOOK_ENDPOINTS): the add button says so before the 409 would. */

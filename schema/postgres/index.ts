@@ -25,6 +25,7 @@ import * as sealedWebhookSecrets from './2026_11_29_b_sealed_webhook_secrets.js'
 import * as depositFinality from './2026_11_29_c_deposit_finality.js';
 import * as webhookFairness from './2026_11_29_a_webhook_fairness.js';
 import * as reportRuns from './2026_11_29_d_report_runs.js';
+import * as financePeriods from './2026_11_29_e_finance_periods.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -59,4 +60,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_29_c_deposit_finality': depositFinality,
   '2026_11_29_a_webhook_fairness': webhookFairness,
   '2026_11_29_d_report_runs': reportRuns,
+  '2026_11_29_e_finance_periods': financePeriods,
 };

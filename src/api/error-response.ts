@@ -28,6 +28,10 @@ export function toErrorResponse(error: unknown): { status: number; body: ErrorBo
       body.balance_tokens = refusal.available.toString();
       body.required_tokens = refusal.required.toString();
     }
+    // A refused close names what blocks it: `[{ status, count }]`.
+    if (error.code === 'close_blocked' && Array.isArray(error.details.blockers)) {
+      body.blockers = error.details.blockers;
+    }
     return { status: httpStatusOf[error.code], body };
   }
   const fastifyError = error as Partial<FastifyError>;

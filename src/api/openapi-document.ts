@@ -1,6 +1,11 @@
 import { STATUS_CODES } from 'node:http';
 import type { SwaggerTransformObject } from '@fastify/swagger';
-import { errorBody, insufficientBalanceBody, insufficientNativeBody } from './rest/schemas.js';
+import {
+  closeBlockedBody,
+  errorBody,
+  insufficientBalanceBody,
+  insufficientNativeBody,
+} from './rest/schemas.js';
 
 /**
  * The finishing touches @fastify/swagger cannot derive from the route schemas, applied to the
@@ -23,7 +28,7 @@ const ERROR_SCHEMA = {
   type: 'object',
   required: errorBody.required,
   description:
-    'Every 4xx and 5xx answer. A 402 insufficient_balance adds balance_usd and required_usd (a USDC payment) or balance_tokens and required_tokens (a swap)',
+    'Every 4xx and 5xx answer. A 402 insufficient_balance adds balance_usd and required_usd (a USDC payment) or balance_tokens and required_tokens (a swap); a 409 close_blocked adds blockers',
   properties: {
     error: { type: 'string', description: 'A stable code, e.g. invalid_request, not_found, rate_limited' },
     message: { type: 'string', description: 'What went wrong, for people' },
@@ -37,6 +42,7 @@ const ERROR_SCHEMA = {
     },
     balance_tokens: insufficientNativeBody.properties.balance_tokens,
     required_tokens: insufficientNativeBody.properties.required_tokens,
+    blockers: closeBlockedBody.properties.blockers,
   },
 } as const;
 

@@ -14,6 +14,10 @@ export type ErrorCode =
   | 'insufficient_balance'
   /** A swap's quote came out below the caller's `min_amount_usdc`: nothing was moved. */
   | 'slippage_exceeded'
+  /** A finance period closed before it ended. */
+  | 'period_not_ended'
+  /** A finance period with open blockers (`details.blockers`: `[{ status, count }]`). */
+  | 'close_blocked'
   | 'rate_limited'
   /** An analytics read (ClickHouse) in a process that has no ClickHouse configured. */
   | 'analytics_unavailable'

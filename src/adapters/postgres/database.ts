@@ -30,6 +30,8 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   report_runs: ReportRunsTable;
+  finance_periods: FinancePeriodsTable;
+  finance_period_verdicts: FinancePeriodVerdictsTable;
 }
 
 /** signed -> sent (processed) -> confirmed -> finalized, or failed (landed with an error; legs reversed). */
@@ -395,4 +397,30 @@ export interface ReportRunsTable {
   created_at: Generated<Date>;
   started_at: Date | null;
   finished_at: Date | null;
+}
+
+/** A finance period (schema/postgres/2026_11_29_e_finance_periods.ts). */
+export interface FinancePeriodsTable {
+  id: Generated<string>;
+  period: string;
+  timezone: string;
+  period_start: Date;
+  period_end: Date;
+  status: 'open' | 'closing' | 'closed';
+  closed_by: string | null;
+  closing_at: Date | null;
+  closed_at: Date | null;
+  balance_run_id: string | null;
+  ledger_run_id: string | null;
+  reconciliation_run_id: string | null;
+  reopened_at: Date | null;
+  reopened_by: string | null;
+}
+
+/** A closed period's verdicts that were not `matched` when it closed. */
+export interface FinancePeriodVerdictsTable {
+  period_id: string;
+  movement_id: string;
+  signature: string;
+  status: string;
 }

@@ -33,7 +33,7 @@ export const accountEventSchema = {
       type: 'object',
       additionalProperties: true,
       description:
-        'payment.*: swap_tx, kind (the history’s type), amount_usd (signed), related_post_id, counterparty, slot; post.replied/quoted/reposted: post_id, reply_id/quote_id/repost_id, by; post.liked: post_id, by; follow.created: by; send.received: from, amount_usd, memo, swap_tx; reconciliation.exception: swap_tx, verdict and the amounts; report.succeeded: id, type, status, row_count, sha256, file_url; report.failed: id, type, status, error',
+        'payment.*: swap_tx, kind (the history’s type), amount_usd (signed), related_post_id, counterparty, slot; post.replied/quoted/reposted: post_id, reply_id/quote_id/repost_id, by; post.liked: post_id, by; follow.created: by; send.received: from, amount_usd, memo, swap_tx; reconciliation.exception: swap_tx, verdict and the amounts; report.succeeded: id, type, status, row_count, sha256, file_url; report.failed: id, type, status, error; period.closed: period, timezone, status, closed_at; period.reopened: period, timezone, status, reopened_at, reopened_by',
     },
   },
 } as const;

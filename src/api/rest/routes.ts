@@ -8,6 +8,7 @@ import { registerEventRoutes } from './events.routes.js';
 import type { FeedPages } from './feed-pages.js';
 import { registerFeedRoutes } from './feed.routes.js';
 import { registerFinanceRoutes } from './finance.routes.js';
+import { registerFinancePeriodRoutes } from './finance-periods.routes.js';
 import { registerIdempotency } from './idempotency.hook.js';
 import { registerPostRoutes } from './posts.routes.js';
 import { registerProfileRoutes } from './profiles.routes.js';
@@ -47,6 +48,7 @@ export function registerRestRoutes(
   registerIdempotency(api, deps);
   registerAccountRoutes(api, deps);
   registerFinanceRoutes(api, deps);
+  registerFinancePeriodRoutes(api, deps);
   registerProfileRoutes(api, deps);
   registerPostRoutes(api, deps);
   registerEngagementRoutes(api, deps);

@@ -33,6 +33,25 @@ export const insufficientNativeBody = {
   },
 } as const;
 
+/** 409 of a close: close_blocked names what blocks it (src/app/reports/finance-periods.ts). */
+export const closeBlockedBody = {
+  type: 'object',
+  required: ['error', 'message'],
+  properties: {
+    error: { type: 'string' },
+    message: { type: 'string' },
+    blockers: {
+      type: 'array',
+      description: 'close_blocked: the open items of the period, by status',
+      items: {
+        type: 'object',
+        required: ['status', 'count'],
+        properties: { status: { type: 'string' }, count: { type: 'integer' } },
+      },
+    },
+  },
+} as const;
+
 /**
  * `Idempotency-Key` of the paid writes (idempotency.hook.ts). Documentation only: the rule is in
  * the description, not in the schema, so a bad key keeps the answer of checkIdempotencyKey rather

@@ -8,6 +8,7 @@ import {
   type ReconcileCandidateRow,
   type ReconcileMark,
 } from '../../adapters/postgres/reconciliation.repository.js';
+import { closedPeriodWindows, frozenVerdicts } from '../../adapters/postgres/finance-periods.repository.js';
 import {
   stageReconciliationExceptions,
   type ReconciliationException,
@@ -142,6 +143,7 @@ export async function reconcileRound(
     const now = new Date();
     const marks: ReconcileMark[] = [];
     const exceptions: ReconciliationException[] = [];
+    const frozen = await frozenVerdictsOf(trx, rows);
     for (const row of rows) {
       const tx = fetched.get(row.signature) ?? null;
       const ledger = legs.get(row.movement_id) ?? new Map<string, bigint>();
@@ -189,6 +191,31 @@ export async function reconcileRound(
         detail,
         checked_at: clickhouseTime(now),
       });
+      const closedWith = frozen.get(row.movement_id);
+      if (closedWith && status !== closedWith.status && status !== 'pending') {
+        // A closed period's files stay as they are: the difference is a verdict of today's (open)
+        // period, keyed apart from the original (ledger_day is part of the key).
+        const differenceDetail = `${closedWith.period} closed with ${closedWith.status}; now ${status}${detail ? `: ${detail}` : ''}`;
+        verdicts.push({
+          movement_id: row.movement_id,
+          signature: row.signature,
+          ledger_day: now.toISOString().slice(0, 10),
+          status: 'post_close_difference',
+          ledger_amount: ledgerAmount.toString(),
+          chain_amount: chainAmount.toString(),
+          commitment: commitment ?? '',
+          detail: differenceDetail,
+          checked_at: clickhouseTime(now),
+        });
+        exceptions.push({
+          signature: row.signature,
+          verdict: 'post_close_difference',
+          ledgerAmountMicro: ledgerAmount,
+          chainAmountMicro: chainAmount,
+          detail: differenceDetail,
+        });
+        byStatus.post_close_difference = (byStatus.post_close_difference ?? 0) + 1;
+      }
       marks.push({ id: row.id, commitment, status });
       if (toldToFinance(status)) {
         exceptions.push({
@@ -211,6 +238,35 @@ export async function reconcileRound(
     const lastRow = rows[rows.length - 1]!;
     return { checked: rows.length, byStatus, last: { createdAt: lastRow.created_at_key, id: lastRow.id } };
   });
+}
+
+/**
+ * For the round's rows whose movement lies in a closed finance period: the verdict the period froze
+ * (its recorded non-matched verdict, else `matched`) and the period's label.
+ */
+async function frozenVerdictsOf(
+  db: Db,
+  rows: readonly ReconcileCandidateRow[],
+): Promise<Map<string, { period: string; status: string }>> {
+  const windows = await closedPeriodWindows(db);
+  const found = new Map<string, { period: string; status: string }>();
+  if (windows.length === 0) return found;
+  const periodOf = new Map<string, { id: string; period: string }>();
+  for (const row of rows) {
+    const at = row.movement_created_at.getTime();
+    const window = windows.find((w) => w.start.getTime() <= at && at < w.end.getTime());
+    if (window) periodOf.set(row.movement_id, window);
+  }
+  if (periodOf.size === 0) return found;
+  const recorded = await frozenVerdicts(
+    db,
+    [...new Set([...periodOf.values()].map((w) => w.id))],
+    [...periodOf.keys()],
+  );
+  for (const [movementId, window] of periodOf) {
+    found.set(movementId, { period: window.period, status: recorded.get(movementId) ?? 'matched' });
+  }
+  return found;
 }
 
 /** Seconds since the oldest outbox transaction not yet reconciled at confirmed was signed. */

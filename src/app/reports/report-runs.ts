@@ -1,8 +1,10 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Db } from '../../adapters/postgres/db.js';
+import { findFrozenRunId, isFrozenRun } from '../../adapters/postgres/finance-periods.repository.js';
 import {
   findRun,
+  findRunById,
   insertOrFindLiveRun,
   listRuns as listRunRows,
   type RunPosition,
@@ -81,6 +83,12 @@ export async function requestRun(
     format: request.format,
     accountId: subject,
   };
+  const paramsHash = reportParamsHash(spec);
+  // A closed period froze a run with exactly these parameters (whoever asked for it): that run,
+  // the same id and file, is the answer, so a closed period's report never changes.
+  const frozenId = await findFrozenRunId(deps.db, paramsHash);
+  const frozen = frozenId === undefined ? undefined : await findRunById(deps.db, frozenId);
+  if (frozen) return { run: publicRun(frozen), created: false };
   const { run, created } = await insertOrFindLiveRun(deps.db, {
     accountId: caller.accountId,
     type: spec.type,
@@ -90,7 +98,7 @@ export async function requestRun(
     columns: spec.columns,
     format: spec.format,
     subjectAccountId: subject,
-    paramsHash: reportParamsHash(spec),
+    paramsHash,
   });
   if (created) {
     try {
@@ -103,13 +111,20 @@ export async function requestRun(
   return { run: publicRun(run), created };
 }
 
-/** The caller's run; another account's run, or an id that is not a UUID, is 404 as none is. */
+/**
+ * The caller's run (or, for finance, a run a closed period froze); another account's run, or an id
+ * that is not a UUID, is 404 as none is.
+ */
 export async function getRun(
   deps: Pick<ReportRunDeps, 'db'>,
   caller: Caller,
   id: string,
 ): Promise<ReportRun> {
-  const run = isReportId(id) ? await findRun(deps.db, caller.accountId, id) : undefined;
+  let run = isReportId(id) ? await findRun(deps.db, caller.accountId, id) : undefined;
+  // A closed period's frozen runs are every finance account's (requestRun answers them to all).
+  if (!run && isReportId(id) && (caller.role === 'finance' || caller.role === 'admin')) {
+    if (await isFrozenRun(deps.db, id)) run = await findRunById(deps.db, id);
+  }
   if (!run) throw new AppError('not_found', 'No such report');
   return publicRun(run);
 }

@@ -12,6 +12,7 @@ import type { ReportsQueue } from '../../adapters/redis/reports-queue.js';
 import { AppError } from '../../domain/errors.js';
 import type { ReportSpec } from '../../domain/reports/report-kinds.js';
 import type { ReportStore } from './report-store.js';
+import { completeClosingPeriods } from './finance-periods.js';
 import { writeReport } from './write-report.js';
 
 /*
@@ -91,6 +92,13 @@ export async function runReportAttempt(
       summary: stored.result.summary,
     });
     log.info({ rows: stored.result.rowCount, bytes: stored.bytes, ended }, 'report run succeeded');
+    if (ended) {
+      // The run may be the last of a closing period's three (docs/reports.md "Closing a period").
+      // A failure here leaves the period closing: the next read of it, or the next run, closes it.
+      await completeClosingPeriods(deps).catch((err: unknown) =>
+        log.warn({ err }, 'closing periods not checked after the run'),
+      );
+    }
     return ended ? 'succeeded' : 'already-ended';
   } catch (error) {
     const retryable = isRetryableReportError(error);

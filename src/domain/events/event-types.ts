@@ -1,7 +1,8 @@
 /**
  * What an account can be told (the event log and webhooks). A webhook endpoint subscribes to some
  * of these (every one by default); `reconciliation.exception` reaches only accounts with the
- * finance role; `report.succeeded` and `report.failed` reach the account that asked for the run.
+ * finance role; `report.succeeded` and `report.failed` reach the account that asked for the run; `period.closed` and `period.reopened`
+ * (a finance period, docs/reports.md) reach every finance and admin account.
  */
 export const EVENT_TYPES = [
   'payment.confirmed',
@@ -16,6 +17,8 @@ export const EVENT_TYPES = [
   'reconciliation.exception',
   'report.succeeded',
   'report.failed',
+  'period.closed',
+  'period.reopened',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

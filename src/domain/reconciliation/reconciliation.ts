@@ -18,7 +18,12 @@ export type ReconciliationStatus =
   | 'missing'
   | 'pending'
   | 'unexplained'
-  | 'not_finalized';
+  | 'not_finalized'
+  /**
+   * A verdict of a movement in a closed finance period that differs from the one the period froze:
+   * recorded again on the day it was found (the open period), the closed period's files unchanged.
+   */
+  | 'post_close_difference';
 
 export const RECONCILIATION_STATUSES: readonly ReconciliationStatus[] = [
   'matched',
@@ -29,6 +34,7 @@ export const RECONCILIATION_STATUSES: readonly ReconciliationStatus[] = [
   'pending',
   'unexplained',
   'not_finalized',
+  'post_close_difference',
 ];
 
 /**

@@ -125,7 +125,7 @@ function parseColumns(type: ReportType, format: ReportFormat, raw: unknown): rea
 }
 
 /** An IANA name Intl knows, in its canonical spelling; `UTC` when none was given. */
-function parseTimezone(raw: unknown): string {
+export function parseTimezone(raw: unknown): string {
   if (raw === undefined || raw === null) return 'UTC';
   // Names only: Intl also takes offsets ("+01:00"), which are not IANA names.
   if (typeof raw !== 'string' || !/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(raw)) {

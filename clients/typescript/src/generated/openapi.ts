@@ -34,6 +34,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/finance/periods/{period}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Close a period (finance): 202 closing while its three runs are made; 200 with the period once closed */
+        post: operations["closeFinancePeriod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/finance/periods/{period}/reopen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reopen a closing or closed period (admin); writes period.reopened */
+        post: operations["reopenFinancePeriod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/finance/periods/{period}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A period’s state (open, closing, closed) and its frozen runs */
+        get: operations["getFinancePeriod"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/finance/periods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every period closed, closing or reopened, newest first */
+        get: operations["listFinancePeriods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me": {
         parameters: {
             query?: never;
@@ -490,7 +558,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description Every 4xx and 5xx answer. A 402 insufficient_balance adds balance_usd and required_usd (a USDC payment) or balance_tokens and required_tokens (a swap) */
+        /** @description Every 4xx and 5xx answer. A 402 insufficient_balance adds balance_usd and required_usd (a USDC payment) or balance_tokens and required_tokens (a swap); a 409 close_blocked adds blockers */
         Error: {
             /** @description A stable code, e.g. invalid_request, not_found, rate_limited */
             error: string;
@@ -504,6 +572,11 @@ export interface components {
             balance_tokens?: string;
             /** @description Native base units the swap needed */
             required_tokens?: string;
+            /** @description close_blocked: the open items of the period, by status */
+            blockers?: {
+                status: string;
+                count: number;
+            }[];
         };
     };
     responses: never;
@@ -631,6 +704,7 @@ export interface operations {
                             pending: number;
                             unexplained: number;
                             not_finalized: number;
+                            post_close_difference: number;
                         };
                         /** @description The day’s payments by outbox state now; pending is signed or sent */
                         payment_counts: {
@@ -644,7 +718,7 @@ export interface operations {
                             movement_id: string;
                             signature: string;
                             /** @enum {string} */
-                            status: "amount_mismatch" | "wrong_party" | "failed_on_chain" | "missing" | "pending" | "unexplained" | "not_finalized";
+                            status: "amount_mismatch" | "wrong_party" | "failed_on_chain" | "missing" | "pending" | "unexplained" | "not_finalized" | "post_close_difference";
                             ledger_amount_usd: number;
                             chain_amount_usd: number;
                             commitment: string;
@@ -667,6 +741,367 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    closeFinancePeriod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description YYYY-MM or YYYY-MM-DD */
+                period: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "timezone": "Europe/Paris"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Where the period starts and ends: an IANA name; default UTC */
+                    timezone?: string;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description YYYY-MM or YYYY-MM-DD */
+                        period: string;
+                        /** @description Where the period starts and ends (IANA name) */
+                        timezone: string;
+                        /** Format: date-time */
+                        period_start: string;
+                        /** Format: date-time */
+                        period_end: string;
+                        /** @enum {string} */
+                        status: "open" | "closing" | "closed";
+                        /** Format: date-time */
+                        closed_at: string | null;
+                        /** Format: date-time */
+                        reopened_at?: string | null;
+                        /** @description The frozen runs (balance.summary, ledger.itemized, reconciliation.itemized) */
+                        reports: {
+                            /** @enum {string} */
+                            type: "ledger.itemized" | "reconciliation.itemized" | "balance.summary" | "account.statement";
+                            id: string;
+                            sha256: string | null;
+                            row_count: number | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        period: string;
+                        /** @enum {string} */
+                        status: "closing";
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reopenFinancePeriod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description YYYY-MM or YYYY-MM-DD */
+                period: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description YYYY-MM or YYYY-MM-DD */
+                        period: string;
+                        /** @description Where the period starts and ends (IANA name) */
+                        timezone: string;
+                        /** Format: date-time */
+                        period_start: string;
+                        /** Format: date-time */
+                        period_end: string;
+                        /** @enum {string} */
+                        status: "open" | "closing" | "closed";
+                        /** Format: date-time */
+                        closed_at: string | null;
+                        /** Format: date-time */
+                        reopened_at?: string | null;
+                        /** @description The frozen runs (balance.summary, ledger.itemized, reconciliation.itemized) */
+                        reports: {
+                            /** @enum {string} */
+                            type: "ledger.itemized" | "reconciliation.itemized" | "balance.summary" | "account.statement";
+                            id: string;
+                            sha256: string | null;
+                            row_count: number | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getFinancePeriod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description YYYY-MM or YYYY-MM-DD */
+                period: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description YYYY-MM or YYYY-MM-DD */
+                        period: string;
+                        /** @description Where the period starts and ends (IANA name) */
+                        timezone: string;
+                        /** Format: date-time */
+                        period_start: string;
+                        /** Format: date-time */
+                        period_end: string;
+                        /** @enum {string} */
+                        status: "open" | "closing" | "closed";
+                        /** Format: date-time */
+                        closed_at: string | null;
+                        /** Format: date-time */
+                        reopened_at?: string | null;
+                        /** @description The frozen runs (balance.summary, ledger.itemized, reconciliation.itemized) */
+                        reports: {
+                            /** @enum {string} */
+                            type: "ledger.itemized" | "reconciliation.itemized" | "balance.summary" | "account.statement";
+                            id: string;
+                            sha256: string | null;
+                            row_count: number | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listFinancePeriods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        periods: {
+                            /** @description YYYY-MM or YYYY-MM-DD */
+                            period: string;
+                            /** @description Where the period starts and ends (IANA name) */
+                            timezone: string;
+                            /** Format: date-time */
+                            period_start: string;
+                            /** Format: date-time */
+                            period_end: string;
+                            /** @enum {string} */
+                            status: "open" | "closing" | "closed";
+                            /** Format: date-time */
+                            closed_at: string | null;
+                            /** Format: date-time */
+                            reopened_at?: string | null;
+                            /** @description The frozen runs (balance.summary, ledger.itemized, reconciliation.itemized) */
+                            reports: {
+                                /** @enum {string} */
+                                type: "ledger.itemized" | "reconciliation.itemized" | "balance.summary" | "account.statement";
+                                id: string;
+                                sha256: string | null;
+                                row_count: number | null;
+                            }[];
+                        }[];
+                    };
                 };
             };
             /** @description Unauthorized */
@@ -2397,7 +2832,7 @@ export interface operations {
                         webhooks: {
                             id: string;
                             url: string;
-                            events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed")[];
+                            events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed" | "period.closed" | "period.reopened")[];
                             /** @enum {string} */
                             status: "enabled" | "disabled";
                             /** Format: date-time */
@@ -2471,7 +2906,7 @@ export interface operations {
                     /** @description Where events are POSTed: https (http only to a loopback address, outside production); its host must resolve to public addresses only */
                     url: string;
                     /** @description The event types to receive; default every type */
-                    events?: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed")[];
+                    events?: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed" | "period.closed" | "period.reopened")[];
                 };
             };
         };
@@ -2485,7 +2920,7 @@ export interface operations {
                     "application/json": {
                         id: string;
                         url: string;
-                        events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed")[];
+                        events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed" | "period.closed" | "period.reopened")[];
                         /** @enum {string} */
                         status: "enabled" | "disabled";
                         /** Format: date-time */
@@ -2688,7 +3123,7 @@ export interface operations {
                     "application/json": {
                         id: string;
                         url: string;
-                        events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed")[];
+                        events: ("payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed" | "period.closed" | "period.reopened")[];
                         /** @enum {string} */
                         status: "enabled" | "disabled";
                         /** Format: date-time */
@@ -3379,7 +3814,7 @@ export interface operations {
                             /** @description `evt_` and 32 hex digits: what a receiver dedupes by */
                             id: string;
                             /** @enum {string} */
-                            type: "payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed";
+                            type: "payment.confirmed" | "payment.finalized" | "payment.failed" | "post.replied" | "post.quoted" | "post.reposted" | "post.liked" | "follow.created" | "send.received" | "reconciliation.exception" | "report.succeeded" | "report.failed" | "period.closed" | "period.reopened";
                             /**
                              * Format: date-time
                              * @description When the change committed
@@ -3387,7 +3822,7 @@ export interface operations {
                             created_at: string;
                             /** @description Strictly increasing per account, 1, 2, 3, ... with no gap: the order of the log */
                             sequence: number;
-                            /** @description payment.*: swap_tx, kind (the history’s type), amount_usd (signed), related_post_id, counterparty, slot; post.replied/quoted/reposted: post_id, reply_id/quote_id/repost_id, by; post.liked: post_id, by; follow.created: by; send.received: from, amount_usd, memo, swap_tx; reconciliation.exception: swap_tx, verdict and the amounts; report.succeeded: id, type, status, row_count, sha256, file_url; report.failed: id, type, status, error */
+                            /** @description payment.*: swap_tx, kind (the history’s type), amount_usd (signed), related_post_id, counterparty, slot; post.replied/quoted/reposted: post_id, reply_id/quote_id/repost_id, by; post.liked: post_id, by; follow.created: by; send.received: from, amount_usd, memo, swap_tx; reconciliation.exception: swap_tx, verdict and the amounts; report.succeeded: id, type, status, row_count, sha256, file_url; report.failed: id, type, status, error; period.closed: period, timezone, status, closed_at; period.reopened: period, timezone, status, reopened_at, reopened_by */
                             data: {
                                 [key: string]: unknown;
                             };

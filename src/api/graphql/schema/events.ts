@@ -16,7 +16,7 @@ const AccountEventRef = builder.objectRef<AccountEvent>('AccountEvent').implemen
     id: t.exposeString('id', { description: '`evt_` and 32 hex digits: what a receiver dedupes by' }),
     type: t.exposeString('type', {
       description:
-        'payment.confirmed, payment.finalized, payment.failed, post.replied, post.quoted, post.reposted, post.liked, follow.created, send.received, reconciliation.exception, report.succeeded, report.failed',
+        'payment.confirmed, payment.finalized, payment.failed, post.replied, post.quoted, post.reposted, post.liked, follow.created, send.received, reconciliation.exception, report.succeeded, report.failed, period.closed, period.reopened',
     }),
     createdAt: t.field({ type: 'DateTime', resolve: (event) => new Date(event.created_at) }),
     sequence: t.exposeInt('sequence', {

@@ -53,6 +53,10 @@ const ExceptionCounts = builder
       missing: t.exposeInt('missing'),
       pending: t.exposeInt('pending'),
       unexplained: t.exposeInt('unexplained'),
+      postCloseDifference: t.exposeInt('post_close_difference', {
+        description:
+          'Verdicts of movements in a closed period that differ from the frozen ones, counted on the day they were found.',
+      }),
       notFinalized: t.exposeInt('not_finalized', {
         description:
           "Payments still not finalized 5 minutes after signing, from the outbox (Postgres) as it is now; the other counts are the reconciler's verdicts.",

@@ -15,3 +15,4 @@ import './live.js';
 import './events.js';
 import './webhooks.js';
 import './reports.js';
+import './finance-periods.js';

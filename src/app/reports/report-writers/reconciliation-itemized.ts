@@ -42,7 +42,7 @@ interface VerdictRow {
  * (one per signature after a re-sign) collapse to the latest check (argMax on checked_at); rows are
  * in the table's order (ledger day, movement id), which ClickHouse reads without sorting.
  */
-function verdictsQuery(reconciliation: string, legs: string, chainTransactions: string): string {
+export function verdictsQuery(reconciliation: string, legs: string, chainTransactions: string): string {
   // Output names differ from the table's columns: an alias would shadow the column in WHERE.
   return `SELECT toString(ledger_day) AS r_day, toString(movement_id) AS r_movement,
                  argMax(signature, checked_at) AS r_swap_tx, argMax(status, checked_at) AS r_status,

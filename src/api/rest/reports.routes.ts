@@ -156,6 +156,20 @@ function runView(r: ReportRun) {
 }
 
 /**
+ * The file's 200, for the document: the route sends the stored file as it is (a stream), so no
+ * serializer ever sees it.
+ */
+const reportFile = {
+  description:
+    'The file as it was made: its bytes hash to the run’s `sha256` (also in the `x-content-sha256` header)',
+  content: {
+    'text/csv; charset=utf-8': { schema: { type: 'string' } },
+    'application/x-ndjson': { schema: { type: 'string' } },
+    'application/vnd.apache.parquet': { schema: { type: 'string', format: 'binary' } },
+  },
+} as const;
+
+/**
  * /reports: report runs (docs/reports.md). Asking spends the `reports` bucket and takes an
  * Idempotency-Key as paid writes do; reads and downloads spend `read`. Access beyond `read` (the
  * finance role for anything but one's own statement) is the service's, after the input is checked.
@@ -254,7 +268,7 @@ export function registerReportRoutes(api: FastifyInstance, deps: ApiDeps): void 
           'A succeeded run’s file, streamed: text/csv; charset=utf-8 (csv, koinly, cointracker), application/x-ndjson or application/vnd.apache.parquet; 409 before it succeeded',
         tags,
         params: idParams,
-        response: { 404: errorBody, 409: errorBody, ...authErrors },
+        response: { 200: reportFile, 404: errorBody, 409: errorBody, ...authErrors },
       },
     },
     async (request, reply) => {

@@ -3742,6 +3742,17 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The file as it was made: its bytes hash to the run’s `sha256` (also in the `x-content-sha256` header) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv; charset=utf-8": string;
+                    "application/x-ndjson": string;
+                    "application/vnd.apache.parquet": string;
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {

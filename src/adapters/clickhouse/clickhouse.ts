@@ -1,3 +1,7 @@
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import {
   createClient,
@@ -123,10 +127,13 @@ export function createClickHouse(target: ClickHouseTarget, database: string): Cl
  *   an ORDER BY that is the table's sorting key (read in order, no sort). Measured on 1M rows (10
  *   parts) with FINAL: +140-150 MB flat from the first block on; ordering DESC (a full sort) or
  *   the default threads/blocks: +270-590 MB.
- * - `FORMAT Parquet` works on chdb both single-shot (`client.exec`, whole file in one Buffer) and
- *   streamed (`queryStreamBind(..., { format: 'Parquet' })`: the chunks concatenate to one valid
- *   Parquet file, row group by row group; 1M rows gave 123 chunks, 28 MB). `CSVWithNames`,
- *   `TabSeparatedWithNames`, `JSONEachRow` stream the same way (the header only in the first chunk).
+ * - `FORMAT Parquet` must NOT be streamed on chdb: `queryStreamBind(..., { format: 'Parquet' })`
+ *   writes each block as a Parquet file of its own, so its chunks do not concatenate into one valid
+ *   file (20,000 rows: the footer said 3,616 rows, the data did not decode). chdbParquet below has
+ *   the engine write the file itself (`INSERT INTO FUNCTION file(<temp path>, 'Parquet') SELECT`,
+ *   row groups of PARQUET_ROW_GROUP_ROWS, so memory stays bounded) and then streams that file.
+ *   `CSVWithNames`, `TabSeparatedWithNames`, `JSONEachRow` do stream chunk by chunk (the header
+ *   only in the first chunk). Over HTTP a server's `FORMAT Parquet` body is one valid file.
  * - Over HTTP (CLICKHOUSE_URL) `client.query(...).stream()` / `client.exec` stream from the socket
  *   with backpressure. A server (25.11+) that fails midway writes `__exception__` and the tag of
  *   the `x-clickhouse-exception-tag` header at the end of the body: ResultSet.stream() turns it
@@ -157,7 +164,50 @@ async function* chdbRows<T>(path: string, query: StreamQuery): AsyncGenerator<T>
 }
 
 function chdbBytes(path: string, query: StreamQuery & { format: StreamFormat }): AsyncGenerator<Uint8Array> {
-  return chdbChunks(path, query, query.format);
+  return query.format === 'Parquet' ? chdbParquet(path, query) : chdbChunks(path, query, query.format);
+}
+
+/** Rows per Parquet row group the engine writes on chdb (bounds what it holds while writing). */
+export const PARQUET_ROW_GROUP_ROWS = 65_536;
+const PARQUET_CONNECTION_ARGS = [
+  ...STREAM_CONNECTION_ARGS,
+  `--output_format_parquet_row_group_size=${PARQUET_ROW_GROUP_ROWS}`,
+  `--output_format_parquet_row_group_size_bytes=${64 * 1024 * 1024}`,
+];
+
+/**
+ * Parquet on chdb: the engine writes the whole file into a fresh temporary folder (one statement,
+ * row group by row group), then the file is read back in 1 MB chunks, pulled by the consumer, and
+ * removed (also when the consumer stops early or the write fails).
+ */
+async function* chdbParquet(path: string, query: StreamQuery): AsyncGenerator<Uint8Array> {
+  const dir = await mkdtemp(join(tmpdir(), 'ledgerfeed-parquet-'));
+  try {
+    const file = join(dir, 'report.parquet');
+    const session = new Session(path, { connectionArgs: PARQUET_CONNECTION_ARGS });
+    try {
+      query.abort_signal?.throwIfAborted();
+      await session.queryBindAsync(
+        `INSERT INTO FUNCTION file({__parquet_file:String}, 'Parquet') ${query.query}`,
+        { ...query.query_params, __parquet_file: file },
+        query.abort_signal ? { signal: query.abort_signal } : {},
+      );
+    } finally {
+      session.close();
+    }
+    query.abort_signal?.throwIfAborted();
+    const stream = createReadStream(file, { highWaterMark: 1024 * 1024 });
+    try {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        query.abort_signal?.throwIfAborted();
+        yield chunk;
+      }
+    } finally {
+      stream.destroy();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 const decoder = new TextDecoder();

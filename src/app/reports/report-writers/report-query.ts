@@ -53,7 +53,8 @@ export const sqlSymbol = (currencyExpr: string, nativeSymbol: string) =>
 
 /**
  * Streams `SELECT <columns> FROM (<base>)` as Parquet into the sink, ClickHouse writing the file
- * (one row group per block), and counts the rows with the same base query. Times are
+ * (on chdb into a temporary file first, see chdbParquet), and counts the rows with the same base
+ * query. Times are
  * DateTime64(3, timezone) (Parquet timestamps), amounts decimal strings.
  */
 export async function writeParquet(

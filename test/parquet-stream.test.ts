@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { createClickHouse, type ClickHouse } from '../src/adapters/clickhouse/index.js';
 import { ReportSink } from '../src/app/reports/report-writers/report-sink.js';
 import { writeParquet } from '../src/app/reports/report-writers/report-query.js';
+import { LEDGER_SLICE_MS, sliceParams } from '../src/app/reports/report-writers/ledger-itemized.js';
 
 // A Parquet file of several blocks and row groups must be ONE valid file (chdb's streamed
 // FORMAT Parquet chunks are not: see the comment in clickhouse.ts).
@@ -15,7 +16,9 @@ let dir: string;
 beforeAll(async () => {
   const url = inject('clickhouseUrl');
   ch = createClickHouse(
-    url ? { kind: 'http', url } : { kind: 'chdb', path: path.join(inject('dataRoot'), `chdb-${process.pid}`) },
+    url
+      ? { kind: 'http', url }
+      : { kind: 'chdb', path: path.join(inject('dataRoot'), `chdb-${process.pid}`) },
     'default',
   );
   dir = await mkdtemp(path.join(tmpdir(), 'parquet-stream-test-'));
@@ -82,3 +85,41 @@ test('a Parquet file of 150,000 rows (many blocks, several row groups) reads bac
   // The engine's temporary file is gone once the file has been read.
   expect((await readdir(tmpdir())).filter((name) => name.startsWith('ledgerfeed-parquet-'))).toEqual([]);
 }, 60_000);
+
+test('parts: on chdb the file holds the parts one after the other, in order (empty parts too)', async () => {
+  const select = 'SELECT number AS n, toString(number) AS s FROM numbers({from:UInt64}, {count:UInt64})';
+  const counts = [70_000, 0, 50_000, 1];
+  let from = 0;
+  const parts = counts.map((count) => {
+    const part = { query: select, query_params: { from, count } };
+    from += count;
+    return part;
+  });
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of ch.streamBytes({
+    query: select,
+    query_params: { from: 0, count: from },
+    format: 'Parquet',
+    parts,
+  }))
+    chunks.push(chunk);
+  const file = path.join(dir, 'parts.parquet');
+  await writeFile(file, Buffer.concat(chunks));
+  const read = await one<{ total: string; sum: string; out_of_order: string }>(
+    `SELECT count() AS total, sum(n) AS sum, countIf(n != rowNumberInAllBlocks()) AS out_of_order
+       FROM file({file:String}, 'Parquet') SETTINGS max_threads = 1`,
+    { file },
+  );
+  expect(read).toEqual({ total: String(from), sum: String((from * (from - 1)) / 2), out_of_order: '0' });
+}, 60_000);
+
+test('ledger.itemized slices cover the interval in order, edge to edge', () => {
+  const start = Date.UTC(2026, 9, 1);
+  const end = Date.UTC(2026, 9, 2, 1, 30);
+  const slices = sliceParams({ start: 'x', end: 'y', tz: 'UTC' }, start, end);
+  expect(slices[0]?.start).toBe('2026-10-01 00:00:00.000');
+  expect(slices.at(-1)?.end).toBe('2026-10-02 01:30:00.000');
+  slices.slice(1).forEach((slice, i) => expect(slice.start).toBe(slices[i]?.end));
+  expect(slices.every((slice) => slice.tz === 'UTC')).toBe(true);
+  expect(slices.length).toBe(Math.ceil((end - start) / LEDGER_SLICE_MS));
+});

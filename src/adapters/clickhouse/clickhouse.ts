@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -46,8 +46,13 @@ export interface ClickHouse {
    * As `streamRows`, but the raw bytes of the result in `format` (the bytes ClickHouse writes,
    * e.g. `CSVWithNames` or `Parquet`), chunk by chunk. A read that fails midway throws, also over
    * HTTP where the server writes its exception into the body (the client checks the tag).
+   * `parts` (Parquet only): on chdb the file holds the rows of these SELECTs (same columns), one
+   * after the other in order, each run on its own (bounded slices of `query`); a server runs
+   * `query` (its memory is not this process's).
    */
-  streamBytes(query: StreamQuery & { format: StreamFormat }): AsyncIterable<Uint8Array>;
+  streamBytes(
+    query: StreamQuery & { format: StreamFormat; parts?: readonly StreamQuery[] },
+  ): AsyncIterable<Uint8Array>;
   close(): Promise<void>;
 }
 
@@ -163,7 +168,10 @@ async function* chdbRows<T>(path: string, query: StreamQuery): AsyncGenerator<T>
   for await (const chunk of chdbChunks(path, query, 'JSONEachRow')) yield* jsonLines<T>(chunk);
 }
 
-function chdbBytes(path: string, query: StreamQuery & { format: StreamFormat }): AsyncGenerator<Uint8Array> {
+function chdbBytes(
+  path: string,
+  query: StreamQuery & { format: StreamFormat; parts?: readonly StreamQuery[] },
+): AsyncGenerator<Uint8Array> {
   return query.format === 'Parquet' ? chdbParquet(path, query) : chdbChunks(path, query, query.format);
 }
 
@@ -172,26 +180,52 @@ export const PARQUET_ROW_GROUP_ROWS = 65_536;
 const PARQUET_CONNECTION_ARGS = [
   ...STREAM_CONNECTION_ARGS,
   `--output_format_parquet_row_group_size=${PARQUET_ROW_GROUP_ROWS}`,
-  `--output_format_parquet_row_group_size_bytes=${64 * 1024 * 1024}`,
+  `--output_format_parquet_row_group_size_bytes=${16 * 1024 * 1024}`,
+  '--output_format_parquet_parallel_encoding=0',
 ];
 
 /**
  * Parquet on chdb: the engine writes the whole file into a fresh temporary folder (one statement,
  * row group by row group), then the file is read back in 1 MB chunks, pulled by the consumer, and
- * removed (also when the consumer stops early or the write fails).
+ * removed (also when the consumer stops early or the write fails). With `parts`, each part is
+ * appended in order to a Native file first (Native appends; Parquet cannot), which one statement
+ * then turns into the Parquet file, read in order by one thread.
  */
-async function* chdbParquet(path: string, query: StreamQuery): AsyncGenerator<Uint8Array> {
+async function* chdbParquet(
+  path: string,
+  query: StreamQuery & { parts?: readonly StreamQuery[] },
+): AsyncGenerator<Uint8Array> {
   const dir = await mkdtemp(join(tmpdir(), 'ledgerfeed-parquet-'));
   try {
     const file = join(dir, 'report.parquet');
     const session = new Session(path, { connectionArgs: PARQUET_CONNECTION_ARGS });
-    try {
+    const run = async (sql: string, params: Record<string, unknown>) => {
       query.abort_signal?.throwIfAborted();
-      await session.queryBindAsync(
-        `INSERT INTO FUNCTION file({__parquet_file:String}, 'Parquet') ${query.query}`,
-        { ...query.query_params, __parquet_file: file },
-        query.abort_signal ? { signal: query.abort_signal } : {},
-      );
+      await session.queryBindAsync(sql, params, query.abort_signal ? { signal: query.abort_signal } : {});
+    };
+    try {
+      const native = join(dir, 'rows.native');
+      for (const part of query.parts ?? []) {
+        await run(`INSERT INTO FUNCTION file({__native_file:String}, 'Native') ${part.query}`, {
+          ...part.query_params,
+          __native_file: native,
+        });
+      }
+      if (query.parts && (await stat(native).catch(() => null))) {
+        await run(
+          `INSERT INTO FUNCTION file({__parquet_file:String}, 'Parquet')
+           SELECT * FROM file({__native_file:String}, 'Native')
+           SETTINGS max_threads = 1, input_format_parallel_parsing = 0, output_format_parquet_string_as_string = 1`,
+          { __native_file: native, __parquet_file: file },
+        );
+        await rm(native, { force: true });
+      } else {
+        // No parts, or none had a row: the one query writes the file (with its columns).
+        await run(`INSERT INTO FUNCTION file({__parquet_file:String}, 'Parquet') ${query.query}`, {
+          ...query.query_params,
+          __parquet_file: file,
+        });
+      }
     } finally {
       session.close();
     }

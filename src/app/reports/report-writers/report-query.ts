@@ -60,21 +60,30 @@ export const sqlSymbol = (currencyExpr: string, nativeSymbol: string) =>
 export async function writeParquet(
   clickhouse: ClickHouse,
   out: ReportSink,
-  base: { query: string; params: Record<string, unknown> },
+  base: {
+    query: string;
+    params: Record<string, unknown>;
+    /** The base query's parameters of each slice, in order: on chdb the file is written slice by slice. */
+    slices?: readonly Record<string, unknown>[];
+    /** Counts the base query's rows (one `n` column); default `SELECT count() FROM (<base>)`. */
+    countQuery?: string;
+  },
   columns: readonly ParquetColumn[],
   signal: AbortSignal | undefined,
 ): Promise<number> {
   const projection = columns.map((c) => `${c.sql} AS \`${c.name}\``).join(',\n       ');
+  const select = `SELECT ${projection} FROM (${base.query}) ${STREAM_SETTINGS}, output_format_parquet_string_as_string = 1`;
   const chunks = clickhouse.streamBytes({
-    query: `SELECT ${projection} FROM (${base.query}) ${STREAM_SETTINGS}, output_format_parquet_string_as_string = 1`,
+    query: select,
     query_params: base.params,
     format: 'Parquet',
+    ...(base.slices ? { parts: base.slices.map((params) => ({ query: select, query_params: params })) } : {}),
     ...(signal ? { abort_signal: signal } : {}),
   });
   for await (const chunk of chunks) await out.bytes(chunk);
   await out.flush();
   const counted = clickhouse.streamRows<{ n: string }>({
-    query: `SELECT count() AS n FROM (${base.query})`,
+    query: base.countQuery ?? `SELECT count() AS n FROM (${base.query})`,
     query_params: base.params,
     ...(signal ? { abort_signal: signal } : {}),
   });

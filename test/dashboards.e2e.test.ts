@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { shipBatch } from '../src/app/indexer/event-shipper.js';
+import { clickhouseTime, shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
@@ -24,7 +24,8 @@ import { signatureCount, startWebhookReceiver, verifiedWith } from './support/we
  * against the real service of this file (API, worker role, localnet, Postgres, Redis, chdb).
  * A developer signs up, sees the key once, signs in with it, creates and revokes a key and funds
  * the wallet; as a creator they watch the earnings chart and tables move when others pay to engage;
- * finance finds a tampered payment, drills into it and exports the CSV; the developer adds a webhook
+ * finance finds a tampered payment, drills into it and exports the CSV, runs reports and closes a
+ * month (its blockers, its frozen reports, an admin reopening it); the developer adds a webhook
  * endpoint on a loopback receiver and follows its deliveries.
  * Every request the browser makes must go to this server. Screenshots land in test/artifacts/.
  */
@@ -995,6 +996,157 @@ describe('dashboards in Chromium', () => {
       await shoot('creator-statement');
 
       // Phone width: the panel fits.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.waitForTimeout(200);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+      await page.setViewportSize({ width: 1280, height: 900 });
+    },
+    TIMEOUT,
+  );
+
+  test(
+    "finance dashboard: Periods refuses a month not ended, shows a blocked month's blockers linked to the exceptions, closes a clean month with three frozen reports, and an admin reopens it",
+    async () => {
+      expect(finance, 'the finance test makes the finance account').toBeDefined();
+      const app = h.env.app;
+      // UTC months: every payment of this file is today, so last month is clean, and the month
+      // before it is given two missing and one unexplained verdict (written into the store the
+      // reconciler writes, on the 15th).
+      const now = new Date();
+      const monthLabel = (back: number) =>
+        new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back, 1)).toISOString().slice(0, 7);
+      const thisMonth = monthLabel(0);
+      const cleanMonth = monthLabel(1);
+      const blockedMonth = monthLabel(2);
+      const verdict = (status: string, movementId: string, signature: string) => ({
+        movement_id: movementId,
+        signature,
+        ledger_day: `${blockedMonth}-15`,
+        status,
+        ledger_amount: '1000000',
+        chain_amount: status === 'missing' ? '0' : '1000000',
+        commitment: '',
+        detail: 'seeded by the e2e test',
+        checked_at: clickhouseTime(new Date()),
+      });
+      await app.clickhouse.insertRows('reconciliation', [
+        verdict('missing', randomUUID(), 'e2e-period-missing-1'),
+        verdict('missing', randomUUID(), 'e2e-period-missing-2'),
+        verdict('unexplained', '00000000-0000-0000-0000-000000000000', 'e2e-period-unexplained'),
+      ]);
+
+      await signInWith(finance.key);
+      await page.goto(`${h.base}/dashboard/finance`);
+      await page.waitForSelector('#period-form');
+      await page.waitForSelector('#periods-list[data-state="empty"]');
+      const browserZone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+      await expect(page.inputValue('#period-timezone')).resolves.toBe(browserZone);
+      await page.fill('#period-timezone', 'UTC');
+
+      // This month has not ended: the API's message.
+      const errorsBefore = consoleErrors.length;
+      await page.fill('#period-month', thisMonth);
+      await page.click('#period-close');
+      await page.waitForSelector('#period-detail[data-state="error"][data-code="period_not_ended"]');
+      const notEnded = await h.call(finance, 'POST', `/finance/periods/${thisMonth}/close`, {
+        timezone: 'UTC',
+      });
+      const notEndedBody = (await notEnded.json()) as { message: string };
+      await expect(page.locator('#period-detail [role=alert]').textContent()).resolves.toContain(
+        notEndedBody.message,
+      );
+
+      // The blocked month: each status and count, linked to the exceptions of that status.
+      await page.fill('#period-month', blockedMonth);
+      await page.click('#period-close');
+      await page.waitForSelector('#period-detail[data-code="close_blocked"]');
+      const rows = page.locator('#period-blockers tbody tr');
+      await expect(
+        rows.evaluateAll((trs) => trs.map((tr) => [tr.dataset.status, tr.children[1]!.textContent])),
+      ).resolves.toEqual([
+        ['missing', '2'],
+        ['unexplained', '1'],
+      ]);
+      // Chromium logs each 409 as a failed load; nothing else may be logged.
+      expect(consoleErrors.splice(errorsBefore)).toEqual([
+        expect.stringContaining('status of 409'),
+        expect.stringContaining('status of 409'),
+      ]);
+      await shoot('finance-period-blocked');
+      const missingLink = page.locator('#period-blockers tr[data-status="missing"] a');
+      await expect(missingLink.getAttribute('href')).resolves.toBe('#exceptions?status=MISSING');
+      await missingLink.click();
+      await expect(page.inputValue('#exception-filters select[name=status]')).resolves.toBe('MISSING');
+      await page.waitForSelector('#exceptions-table tr[data-signature="e2e-period-missing-1"]');
+      await page.waitForSelector('#exceptions-table tr[data-signature="e2e-period-missing-2"]');
+      expect(await page.locator('#exceptions-table .badge').allTextContents()).toEqual(
+        expect.arrayContaining(['missing']),
+      );
+      expect(new Set(await page.locator('#exceptions-table .badge').allTextContents())).toEqual(
+        new Set(['missing']),
+      );
+      expect(new URL(page.url()).hash).toBe('#exceptions?status=MISSING');
+
+      // The clean month closes: closing, then closed, with its three frozen reports.
+      await page.fill('#period-month', cleanMonth);
+      await page.click('#period-close');
+      await page.waitForSelector(`#period-detail[data-period="${cleanMonth}"][data-status="closed"]`, {
+        timeout: 90_000,
+      });
+      const closed = (await (await h.call(finance, 'GET', `/finance/periods/${cleanMonth}`)).json()) as {
+        status: string;
+        timezone: string;
+        reports: { type: string; id: string; sha256: string; row_count: number }[];
+      };
+      expect(closed).toMatchObject({ status: 'closed', timezone: 'UTC' });
+      expect(closed.reports.map((r) => r.type).sort()).toEqual([
+        'balance.summary',
+        'ledger.itemized',
+        'reconciliation.itemized',
+      ]);
+      for (const report of closed.reports) {
+        const row = page.locator(`#period-reports tr[data-report-id="${report.id}"]`);
+        await expect(row.locator('.sha256').textContent()).resolves.toBe(report.sha256);
+        await expect(row.locator('.rows').textContent()).resolves.toBe(String(report.row_count));
+        const [download] = await Promise.all([
+          page.waitForEvent('download'),
+          row.locator('button.download').click(),
+        ]);
+        const file = readFileSync(await download.path());
+        expect(createHash('sha256').update(file).digest('hex')).toBe(report.sha256);
+        await expect(page.getAttribute('#period-file-link', 'data-verified')).resolves.toBe('true');
+      }
+      await page.waitForSelector(`#periods-table tr[data-period="${cleanMonth}"][data-status="closed"]`);
+      // Finance does not see Reopen.
+      expect(await page.locator('#period-reopen').count()).toBe(0);
+      await shoot('finance-period-closed');
+
+      // An admin sees Reopen, is asked to confirm, and the month is open again.
+      const adminAccount = await createAccount(app, { handle: 'e2e_admin', role: 'admin' });
+      const adminKey = (await createApiKey(app.apiKeys, adminAccount.id)).key;
+      await signInWith(adminKey);
+      await page.goto(`${h.base}/dashboard/finance`);
+      await page.locator(`#periods-table tr[data-period="${cleanMonth}"] button.show-period`).click();
+      await page.waitForSelector(`#period-detail[data-period="${cleanMonth}"][data-status="closed"]`);
+      await page.click('#period-reopen');
+      await expect(page.locator('#period-reopen-question').textContent()).resolves.toContain(
+        `Reopen ${cleanMonth}?`,
+      );
+      await page.click('#period-reopen-cancel');
+      await page.click('#period-reopen');
+      await page.click('#period-reopen-confirm');
+      await page.waitForSelector(`#period-detail[data-period="${cleanMonth}"][data-status="open"]`);
+      await page.waitForSelector(`#periods-table tr[data-period="${cleanMonth}"][data-status="open"]`);
+      const reopened = (await (await h.call(finance, 'GET', `/finance/periods/${cleanMonth}`)).json()) as {
+        status: string;
+        reopened_at: string | null;
+      };
+      expect(reopened.status).toBe('open');
+      expect(reopened.reopened_at).not.toBeNull();
+      await shoot('finance-period-reopened');
+
+      // Phone width: the card fits (tables scroll inside their own box).
       await page.setViewportSize({ width: 390, height: 844 });
       await page.waitForTimeout(200);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

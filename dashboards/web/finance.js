@@ -2,6 +2,7 @@ import { gql, rest } from './lib/api.js';
 import { timeChart } from './lib/chart.js';
 import { dateTime, dollarsForChart, short, usd, utcDay } from './lib/format.js';
 import { el, initHeader, messageOf, requireKey, show } from './lib/ui.js';
+import { periodsPanel } from './periods-panel.js';
 import { reportsPanel } from './reports-panel.js';
 
 /*
@@ -9,7 +10,9 @@ import { reportsPanel } from './reports-panel.js';
  * verdict counts, the payments by outbox state (pending, confirmed, finalized, failed), the
  * exception list with filters (reconciliationExceptions), the day's CSV report
  * (GET /api/v1/finance/reconciliation, Accept: text/csv), one click into a transaction's
- * movements (chainTransaction) and report runs (reports-panel.js).
+ * movements (chainTransaction), report runs (reports-panel.js) and closing periods
+ * (periods-panel.js). The exception filters can be set by the address: #exceptions?status=MISSING
+ * (&day=YYYY-MM-DD), which is how a period's blockers link to them.
  */
 
 const page = document.getElementById('page');
@@ -124,9 +127,46 @@ async function render() {
     ]),
     drillBox,
     reportsPanel(),
-    // PERIODS (issue 50 item 4, not built): a Periods card goes here (close a period, its blockers
-    // linked to the exceptions, reopen for admins) once POST/GET /api/v1/finance/periods exist.
+    periodsPanel({ role: data.viewer.role, exceptionsLink }),
   );
+  /** Sets the exception filters from `#exceptions?status=…&day=…`; false when the hash is another. */
+  function filtersFromHash() {
+    const match = /^#exceptions(?:\?(.*))?$/.exec(location.hash);
+    if (!match) return false;
+    const params = new URLSearchParams(match[1] ?? '');
+    const status = (params.get('status') ?? '').toUpperCase();
+    filterForm.elements.status.value = STATUSES.includes(status) ? status : '';
+    filterForm.elements.day.value = params.get('day') ?? '';
+    return true;
+  }
+  function showFilteredExceptions() {
+    void loadExceptions(filterForm, exceptionsBox, drillBox);
+    exceptionsBox.closest('section').scrollIntoView({ block: 'start' });
+  }
+  /**
+   * A link to the exception list filtered to a blocker's status (the API's lower-case name) and,
+   * for a day period, its day. A status the filter does not know links to the whole list.
+   */
+  function exceptionsLink(status, day) {
+    const params = new URLSearchParams();
+    if (STATUSES.includes(status.toUpperCase())) params.set('status', status.toUpperCase());
+    if (day) params.set('day', day);
+    const href = `#exceptions${params.size ? `?${params}` : ''}`;
+    return {
+      href,
+      // The same link clicked twice changes no hash, so the click applies the filters itself.
+      onclick: (event) => {
+        event.preventDefault();
+        history.pushState(null, '', href);
+        filtersFromHash();
+        showFilteredExceptions();
+      },
+    };
+  }
+  filtersFromHash();
+  addEventListener('hashchange', () => {
+    if (filtersFromHash()) showFilteredExceptions();
+  });
   rangeForm.addEventListener('submit', (e) => {
     e.preventDefault();
     void loadSummary(rangeForm, summaryBox);

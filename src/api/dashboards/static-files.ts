@@ -56,6 +56,7 @@ export function dashboardFiles(): Map<string, string> {
     'finance.js',
     'reports-panel.js',
     'statements-panel.js',
+    'periods-panel.js',
   ]) {
     files.set(name, `${web}/${name}`);
   }

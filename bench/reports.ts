@@ -28,7 +28,8 @@
  * sum of `amount` per currency and account kind = Postgres's; balance.summary: every row's opening
  * + type columns = closing, and closing per account and currency = the sum of the account's legs
  * before the month's end in Postgres, for every account (none missing, none extra).
- * A smoke run (BENCH_SMOKE=1): 20,000 legs, 200 users.
+ * A smoke run (BENCH_SMOKE=1): 20,000 legs, 200 users. BENCH_REPORTS (default
+ * `ledger-csv,ledger-parquet,summary-csv`) runs only the reports listed, in that order.
  */
 import { spawn } from 'node:child_process';
 import os from 'node:os';
@@ -38,7 +39,7 @@ import { sql } from 'kysely';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { NATIVE_SYMBOL } from '../src/domain/reports/report-format.js';
-import { intSetting, SMOKE } from './bench-settings.js';
+import { intSetting, listSetting, SMOKE } from './bench-settings.js';
 import { planSeed, seedClickHouse, seededLegs, seedPostgres } from './reports-seed.js';
 import { runBench } from './runner.js';
 
@@ -235,11 +236,14 @@ runBench(async (bench) => {
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers },
     });
 
-  const runs = [
-    { type: 'ledger.itemized', format: 'csv', mode: 'itemized-csv' },
-    { type: 'ledger.itemized', format: 'parquet', mode: 'itemized-parquet' },
-    { type: 'balance.summary', format: 'csv', mode: 'summary-csv' },
-  ] as const;
+  const allRuns = {
+    'ledger-csv': { type: 'ledger.itemized', format: 'csv', mode: 'itemized-csv' },
+    'ledger-parquet': { type: 'ledger.itemized', format: 'parquet', mode: 'itemized-parquet' },
+    'summary-csv': { type: 'balance.summary', format: 'csv', mode: 'summary-csv' },
+  } as const;
+  const runs = listSetting('BENCH_REPORTS', Object.keys(allRuns).join(','), (item) =>
+    item in allRuns ? allRuns[item as keyof typeof allRuns] : undefined,
+  );
   const results: string[] = [];
   for (const run of runs) {
     const name = `${run.type} ${run.format}`;

@@ -6,7 +6,11 @@ import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { createClickHouse, type ClickHouse } from '../src/adapters/clickhouse/index.js';
 import { ReportSink } from '../src/app/reports/report-writers/report-sink.js';
 import { writeParquet } from '../src/app/reports/report-writers/report-query.js';
-import { LEDGER_SLICE_MS, sliceParams } from '../src/app/reports/report-writers/ledger-itemized.js';
+import {
+  LEDGER_SLICE_MS,
+  legSlices,
+  sliceParams,
+} from '../src/app/reports/report-writers/ledger-itemized.js';
 
 // A Parquet file of several blocks and row groups must be ONE valid file (chdb's streamed
 // FORMAT Parquet chunks are not: see the comment in clickhouse.ts).
@@ -122,4 +126,29 @@ test('ledger.itemized slices cover the interval in order, edge to edge', () => {
   slices.slice(1).forEach((slice, i) => expect(slice.start).toBe(slices[i]?.end));
   expect(slices.every((slice) => slice.tz === 'UTC')).toBe(true);
   expect(slices.length).toBe(Math.ceil((end - start) / LEDGER_SLICE_MS));
+});
+
+test('ledger.itemized CSV slices hold at most the bound of legs, cut on 15-minute buckets', () => {
+  const start = Date.UTC(2026, 9, 1, 0, 5);
+  const end = Date.UTC(2026, 9, 1, 3);
+  const q = 15 * 60_000;
+  const bucket = (ms: number, n: number) => ({ b: String(Math.floor(ms / q)), n: String(n) });
+  const buckets = [
+    bucket(start, 10), // the bucket started before the interval: the first slice still starts at `start`
+    bucket(start + q, 15),
+    bucket(start + 3 * q, 30), // more than the bound alone: a slice of its own
+    bucket(start + 5 * q, 5),
+    bucket(start + 6 * q, 5),
+  ];
+  const slices = legSlices({ start: 'x', end: 'y', tz: 'UTC' }, start, end, buckets, 20);
+  expect(slices.map((s) => [s.start, s.end])).toEqual([
+    ['2026-10-01 00:05:00.000', '2026-10-01 00:15:00.000'],
+    ['2026-10-01 00:15:00.000', '2026-10-01 00:45:00.000'],
+    ['2026-10-01 00:45:00.000', '2026-10-01 01:15:00.000'],
+    ['2026-10-01 01:15:00.000', '2026-10-01 03:00:00.000'],
+  ]);
+  expect(slices.every((slice) => slice.tz === 'UTC')).toBe(true);
+  expect(legSlices({ tz: 'UTC' }, start, end, [], 20)).toEqual([
+    { tz: 'UTC', start: '2026-10-01 00:05:00.000', end: '2026-10-01 03:00:00.000' },
+  ]);
 });

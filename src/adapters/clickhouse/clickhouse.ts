@@ -246,16 +246,18 @@ async function* chdbParquet(
   }
 }
 
-const decoder = new TextDecoder();
-
-/** A JSONEachRow chunk from chdb: whole rows, one per line. */
+/**
+ * A JSONEachRow chunk from chdb: whole rows, one per line. Each line is decoded on its own (a
+ * newline byte is never part of a multi-byte UTF-8 character): decoding the whole chunk made one
+ * multi-MB string per block, which V8 keeps in large-object space until a full GC.
+ */
 function* jsonLines<T>(chunk: Uint8Array): Generator<T> {
-  const text = decoder.decode(chunk);
+  const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
   let start = 0;
-  while (start < text.length) {
-    let end = text.indexOf('\n', start);
-    if (end === -1) end = text.length;
-    if (end > start) yield JSON.parse(text.slice(start, end)) as T;
+  while (start < bytes.length) {
+    let end = bytes.indexOf(10, start);
+    if (end === -1) end = bytes.length;
+    if (end > start) yield JSON.parse(bytes.toString('utf8', start, end)) as T;
     start = end + 1;
   }
 }

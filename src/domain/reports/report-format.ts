@@ -4,6 +4,8 @@
  * src/app/reports/report-writers/ call these for every row.
  */
 
+import { zoneOffsetMs } from './zone-offset.js';
+
 /** The ledger's currencies, as stored (ledger_accounts.currency, ClickHouse ledger_legs.currency). */
 export type LedgerCurrency = 'usdc' | 'native';
 
@@ -87,35 +89,14 @@ const pad = (n: number, width = 2) => String(n).padStart(width, '0');
  */
 export function instantPrinter(timezone: string): (ms: number) => string {
   if (timezone === 'UTC' || timezone === 'Etc/UTC') return (ms) => new Date(ms).toISOString();
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone: timezone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-  });
   let cachedMinute = Number.NaN;
   let cachedOffsetMin = 0;
   const offsetMinutes = (ms: number): number => {
     const minute = Math.floor(ms / 60_000);
     if (minute !== cachedMinute) {
-      const p = { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0 } as Record<string, number>;
-      for (const part of parts.formatToParts(new Date(minute * 60_000))) {
-        if (part.type !== 'literal') p[part.type] = Number(part.value);
-      }
-      const local = Date.UTC(
-        p.year ?? 0,
-        (p.month ?? 1) - 1,
-        p.day ?? 1,
-        p.hour ?? 0,
-        p.minute ?? 0,
-        p.second ?? 0,
-      );
+      const offsetMs = zoneOffsetMs(minute * 60_000, timezone);
       cachedMinute = minute;
-      cachedOffsetMin = Math.round((local - minute * 60_000) / 60_000);
+      cachedOffsetMin = Math.round(offsetMs / 60_000);
     }
     return cachedOffsetMin;
   };

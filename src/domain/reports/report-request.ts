@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../errors.js';
+import { zoneOffsetMs } from './zone-offset.js';
 import {
   REPORT_COLUMNS,
   REPORT_FORMATS,
@@ -194,39 +195,9 @@ export function parseInstant(field: string, raw: unknown, timezone: string): Dat
 /** The instant whose wall-clock time in `timezone` is `wall` (the fields of a Date.UTC value). */
 export function zonedWallTime(wall: number, timezone: string): Date {
   // Two rounds: the offset at the guess, then at the corrected instant (DST edges).
-  let guess = wall - offsetMs(wall, timezone);
-  guess = wall - offsetMs(guess, timezone);
+  let guess = wall - zoneOffsetMs(wall, timezone);
+  guess = wall - zoneOffsetMs(guess, timezone);
   return new Date(guess);
-}
-
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-/** How far `timezone`'s wall clock is ahead of UTC at `at` (ms). */
-function offsetMs(at: number, timezone: string): number {
-  let format = formatters.get(timezone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', {
-      timeZone: timezone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-    });
-    formatters.set(timezone, format);
-  }
-  const field = (type: string) => Number(format.formatToParts(at).find((p) => p.type === type)?.value ?? 0);
-  const asUtc = Date.UTC(
-    field('year'),
-    field('month') - 1,
-    field('day'),
-    field('hour'),
-    field('minute'),
-    field('second'),
-  );
-  return asUtc - Math.floor(at / 1000) * 1000;
 }
 
 /** Who asks for a report, as access sees them. */

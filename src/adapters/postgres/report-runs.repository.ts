@@ -1,21 +1,20 @@
 import { sql, type Selectable } from 'kysely';
-import type { ReportFormat, ReportSummaryLine, ReportType } from '../../domain/reports/report-kinds.js';
+import type {
+  ReportFormat,
+  ReportSpec,
+  ReportSummaryLine,
+  ReportType,
+} from '../../domain/reports/report-kinds.js';
 import type { ReportRun } from '../../domain/reports/report-run.js';
 import type { ReportRunsTable } from './database.js';
 import type { Db } from './db.js';
 
 /** What a new run is asked for (its parameters, checked, and their hash). */
-export interface NewReportRun {
+export type NewReportRun = Omit<ReportSpec, 'accountId'> & {
   accountId: string;
-  type: ReportType;
-  intervalStart: Date;
-  intervalEnd: Date;
-  timezone: string;
-  columns: readonly string[];
-  format: ReportFormat;
   subjectAccountId: string | null;
   paramsHash: string;
-}
+};
 
 /** A run and, for account.statement, the internal id of the account it is about. */
 export type StoredReportRun = ReportRun & { subjectAccountId: string | null };

@@ -18,20 +18,12 @@ import {
  * dedupes runs (reportParamsHash).
  */
 
-/** A request as checked, before the named account (a handle) is resolved to an id. */
-export interface ReportRequest {
-  type: ReportType;
-  /** Inclusive. */
-  intervalStart: Date;
-  /** Exclusive, after intervalStart, never after the request's time. */
-  intervalEnd: Date;
-  /** Canonical IANA name (as Intl resolves it; `UTC` by default). */
-  timezone: string;
-  columns: readonly string[];
-  format: ReportFormat;
-  /** The handle `account` named (account.statement only); null when none was given. */
-  account: string | null;
-}
+/**
+ * A request as checked, before the named account (a handle) is resolved to an id: the spec's
+ * fields (the timezone canonical as Intl resolves it, `UTC` by default) and the handle `account`
+ * named (account.statement only; null when none was given).
+ */
+export type ReportRequest = Omit<ReportSpec, 'accountId'> & { account: string | null };
 
 const FIELDS = new Set([
   'type',

@@ -22,6 +22,7 @@ import {
 import { tokenAccountExists } from './support/balances.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
+import { jsonLines, parseCsv } from './support/report-files.js';
 
 /**
  * A creator-fund payout (native tokens, paid by an epoch through the outbox and confirmed on chain)
@@ -91,42 +92,6 @@ async function onChain(owner: string, currency: LedgerCurrency): Promise<bigint>
   ]);
   return BigInt(value.amount);
 }
-
-/** Parses a CSV of ours (RFC 4180, CRLF) into records. */
-function parseCsv(text: string): string[][] {
-  const records: string[][] = [];
-  let record: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i += 1;
-      } else if (c === '"') quoted = false;
-      else cell += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      record.push(cell);
-      cell = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      record.push(cell);
-      records.push(record);
-      record = [];
-      cell = '';
-      i += 1;
-    } else cell += c;
-  }
-  return records;
-}
-
-const jsonl = (bytes: Buffer) =>
-  bytes
-    .toString('utf8')
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as Record<string, string | null>);
 
 const currencyOf = (symbol: string | null | undefined): LedgerCurrency =>
   symbol === 'USDC' ? 'usdc' : 'native';
@@ -198,7 +163,7 @@ describe('a creator-fund payout in the reports', { timeout: 60_000 }, () => {
     const closingPg = await keyed(endedAt);
     const openingPg = await keyed(startedAt);
     const { bytes, rowCount, summary } = await run({ type: 'balance.summary', format: 'jsonl' });
-    const rows = jsonl(bytes);
+    const rows = jsonLines(bytes);
     expect(rows).toHaveLength(rowCount);
     for (const row of rows) {
       const currency = currencyOf(row.currency);
@@ -272,7 +237,7 @@ describe('a creator-fund payout in the reports', { timeout: 60_000 }, () => {
     expect(payoutLegs).toHaveLength(2);
     for (const leg of payoutLegs) expect(leg[col('swap_tx')]).toBe(signature);
 
-    const summary = jsonl((await run({ type: 'balance.summary', format: 'jsonl' })).bytes);
+    const summary = jsonLines((await run({ type: 'balance.summary', format: 'jsonl' })).bytes);
     expect(summary.length).toBeGreaterThan(0);
     for (const row of summary) {
       const currency = currencyOf(row.currency);

@@ -22,6 +22,7 @@ import { depositNative } from './support/deposit.js';
 import { tokenAccountExists } from './support/balances.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
+import { jsonLines, parseCsv } from './support/report-files.js';
 
 /**
  * The report writers against the real stores: paid activity through REST, settled by the worker,
@@ -179,43 +180,6 @@ describe('reconciliation.itemized', () => {
   });
 });
 
-/** Parses a CSV of ours (RFC 4180, CRLF) into records. */
-function parseCsv(text: string): string[][] {
-  const records: string[][] = [];
-  let record: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i += 1;
-      } else if (c === '"') quoted = false;
-      else cell += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      record.push(cell);
-      cell = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      record.push(cell);
-      records.push(record);
-      record = [];
-      cell = '';
-      i += 1;
-    } else cell += c;
-  }
-  return records;
-}
-
-const objects = (bytes: Buffer) =>
-  bytes
-    .toString('utf8')
-    .trimEnd()
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as Record<string, string | null>);
-
 const currencyOf = (symbol: string | null | undefined): LedgerCurrency =>
   symbol === 'USDC' ? 'usdc' : 'native';
 
@@ -242,7 +206,7 @@ describe('balance.summary', () => {
       format: 'jsonl',
       intervalStart: midAt,
     });
-    const rows = objects(bytes);
+    const rows = jsonLines(bytes);
     expect(rows).toHaveLength(rowCount);
     const postgres = new Map<string, bigint>();
     for (const row of await ledgerBalancesAt(h.env.app.db, endedAt)) {
@@ -343,7 +307,7 @@ describe('ledger.itemized', () => {
       const key = `${record[col('account')]}/${currency}`;
       sums.set(key, (sums.get(key) ?? 0n) + parseUnits(record[col('amount')]!, currency));
     }
-    const summary = objects(
+    const summary = jsonLines(
       (await run({ type: 'balance.summary', format: 'jsonl', intervalStart: midAt })).bytes,
     );
     for (const row of summary) {

@@ -3,13 +3,13 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { requestRun } from '../src/app/reports/report-runs.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { ALL_SCOPES } from '../src/domain/auth/api-key.js';
 import { killChild, startRoleChild } from './support/role-child.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { reportEndings, settledReportEndings } from './support/report-events.js';
 import { until } from './support/until.js';
 
 /**
@@ -160,31 +160,9 @@ describe('a report run across a worker crash while writing its file', { timeout:
     expect(deadSize).toBeLessThan(Number(ended.bytes));
     expect((await partials()).map((p) => p.name)).not.toContain(ended.file_key);
 
-    const told = await until(
-      'report.succeeded numbered',
-      () =>
-        env.app.db
-          .selectFrom('account_events')
-          .select(['type', 'data'])
-          .where('account_id', '=', account.id)
-          .where('type', 'in', ['report.succeeded', 'report.failed'])
-          .execute(),
-      (rows) => rows.length > 0,
-      30_000,
-    );
-    await sleep(1_000);
-    const staged = await env.app.db
-      .selectFrom('event_staging')
-      .select('id')
-      .where('account_id', '=', account.id)
-      .execute();
+    const { endings: told, staged } = await settledReportEndings(env.app.db, account.id);
     expect(staged).toEqual([]);
-    const again = await env.app.db
-      .selectFrom('account_events')
-      .select(['type', 'data'])
-      .where('account_id', '=', account.id)
-      .where('type', 'in', ['report.succeeded', 'report.failed'])
-      .execute();
+    const again = await reportEndings(env.app.db, account.id);
     expect(again).toHaveLength(1);
     expect(told).toHaveLength(1);
     expect(again[0]!.data).toMatchObject({ id: run.id, status: 'succeeded', sha256: ended.sha256 });

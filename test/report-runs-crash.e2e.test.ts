@@ -10,6 +10,7 @@ import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { ALL_SCOPES } from '../src/domain/auth/api-key.js';
 import { killChild, startRoleChild } from './support/role-child.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { settledReportEndings } from './support/report-events.js';
 import { until } from './support/until.js';
 
 /**
@@ -118,24 +119,7 @@ describe('a report run across a worker crash', { timeout: 240_000 }, () => {
     );
     const after = await runRow(run.id);
     expect(after).toEqual(ended);
-    const told = await until(
-      'report.succeeded numbered',
-      () =>
-        env.app.db
-          .selectFrom('account_events')
-          .select(['type', 'data'])
-          .where('account_id', '=', account.id)
-          .where('type', 'in', ['report.succeeded', 'report.failed'])
-          .execute(),
-      (rows) => rows.length > 0,
-      30_000,
-    );
-    await sleep(1_000);
-    const staged = await env.app.db
-      .selectFrom('event_staging')
-      .select('id')
-      .where('account_id', '=', account.id)
-      .execute();
+    const { endings: told, staged } = await settledReportEndings(env.app.db, account.id);
     expect(staged).toEqual([]);
     expect(told).toHaveLength(1);
     expect(told[0]!.data).toMatchObject({ id: run.id, status: 'succeeded', sha256: ended.sha256 });

@@ -9,6 +9,7 @@ import {
   type ReconciliationRow,
 } from '../../app/analytics/analytics-reads.js';
 import { formatMicroUsd } from '../../domain/money/usd.js';
+import { csvRecord } from '../../domain/reports/report-format.js';
 import { RECONCILIATION_STATUSES } from '../../domain/reconciliation/reconciliation.js';
 import { usdNumber } from '../http-views.js';
 import type { ApiDeps } from '../../app/api-deps.js';
@@ -118,16 +119,16 @@ async function csvResponse(deps: ApiDeps, day: string, log: FastifyBaseLogger): 
   async function* chunks(): AsyncGenerator<string> {
     let rows = 0;
     try {
-      let lines = [CSV_COLUMNS.join(',')];
+      let records = [csvRecord(CSV_COLUMNS)];
       for (let next = first; !next.done; next = await verdicts.next()) {
-        lines.push(csvLine(next.value));
+        records.push(csvRecord(verdictCells(next.value)));
         rows += 1;
-        if (lines.length >= CSV_ROWS_PER_CHUNK) {
-          yield lines.join('\r\n') + '\r\n';
-          lines = [];
+        if (records.length >= CSV_ROWS_PER_CHUNK) {
+          yield records.join('');
+          records = [];
         }
       }
-      if (lines.length > 0) yield lines.join('\r\n') + '\r\n';
+      if (records.length > 0) yield records.join('');
     } catch (error) {
       log.error(
         { err: error, day, rows },
@@ -142,8 +143,8 @@ async function csvResponse(deps: ApiDeps, day: string, log: FastifyBaseLogger): 
   return body;
 }
 
-/** One verdict as a CSV line (RFC 4180: a cell with a quote, comma or line break is quoted). */
-function csvLine(row: ReconciliationRow): string {
+/** One verdict's cells in CSV_COLUMNS order (csvRecord quotes them as RFC 4180 says). */
+function verdictCells(row: ReconciliationRow): string[] {
   return [
     row.day,
     row.movementId,
@@ -154,11 +155,5 @@ function csvLine(row: ReconciliationRow): string {
     row.commitment,
     row.detail,
     row.checkedAt,
-  ]
-    .map(csvCell)
-    .join(',');
-}
-
-function csvCell(value: string): string {
-  return /[",\n\r]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+  ];
 }

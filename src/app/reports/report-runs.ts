@@ -7,14 +7,13 @@ import {
   findRunById,
   insertOrFindLiveRun,
   listRuns as listRunRows,
-  type RunPosition,
 } from '../../adapters/postgres/report-runs.repository.js';
 import type { ReportsQueue } from '../../adapters/redis/reports-queue.js';
 import type { AccountStore } from '../../domain/accounts/accounts.service.js';
 import type { Viewer } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
 import { parsePageLimit } from '../../domain/pagination/page-limit.js';
-import { decodeSignedCursor, encodeSignedCursor } from '../../domain/pagination/signed-cursor.js';
+import { decodePosition, encodePosition } from '../../domain/posts/read-cursors.js';
 import type { ReportSpec } from '../../domain/reports/report-kinds.js';
 import {
   checkReportAccess,
@@ -136,7 +135,6 @@ export interface ReportRunPage {
 }
 
 const cursorScope = (accountId: string) => `reports:${accountId}`;
-const EXACT_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 /** The caller's runs, newest first, `limit` (1-100, default 20) a page, from a signed cursor. */
 export async function listRuns(
@@ -145,30 +143,10 @@ export async function listRuns(
   query: { limit?: unknown; cursor?: string | null | undefined },
 ): Promise<ReportRunPage> {
   const limit = parsePageLimit(query.limit, { max: REPORT_PAGE_MAX, fallback: REPORT_PAGE_DEFAULT });
-  let after: RunPosition | undefined;
-  if (query.cursor !== undefined && query.cursor !== null) {
-    const [at, id, ...rest] = decodeSignedCursor(
-      deps.cursorSecret,
-      cursorScope(caller.accountId),
-      query.cursor,
-    );
-    if (
-      typeof at !== 'string' ||
-      !EXACT_TIME.test(at) ||
-      typeof id !== 'string' ||
-      !isReportId(id) ||
-      rest.length
-    ) {
-      throw new AppError(
-        'invalid_request',
-        'cursor is not valid: pass a cursor from a previous page unchanged',
-        {
-          field: 'cursor',
-        },
-      );
-    }
-    after = { at, id };
-  }
+  const after =
+    query.cursor === undefined || query.cursor === null
+      ? undefined
+      : decodePosition(deps.cursorSecret, cursorScope(caller.accountId), query.cursor);
   const rows = await listRunRows(deps.db, caller.accountId, { limit: limit + 1, after });
   const page = rows.slice(0, limit);
   const last = page.at(-1);
@@ -178,10 +156,7 @@ export async function listRuns(
     hasMore,
     nextCursor:
       hasMore && last
-        ? encodeSignedCursor(deps.cursorSecret, cursorScope(caller.accountId), [
-            last.position.at,
-            last.position.id,
-          ])
+        ? encodePosition(deps.cursorSecret, cursorScope(caller.accountId), last.position)
         : null,
   };
 }

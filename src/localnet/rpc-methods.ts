@@ -120,7 +120,7 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
       const config = typeof params[1] === 'string' ? { encoding: params[1] } : objectParam(params, 1);
       const commitment = readCommitment(config.commitment);
       const record = chain.store.get(signature);
-      if (!record || !reaches(chain.commitmentOf(record), commitment)) return null;
+      if (!record || !reachesCommitment(chain.commitmentOf(record), commitment)) return null;
       const maxVersion = config.maxSupportedTransactionVersion;
       if (maxVersion !== undefined && maxVersion !== 0)
         throw invalidParams('maxSupportedTransactionVersion must be 0');
@@ -144,7 +144,7 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
         before: optionalString(config.before, 'before'),
         until: optionalString(config.until, 'until'),
         limit,
-        accept: (record) => reaches(chain.commitmentOf(record), commitment),
+        accept: (record) => reachesCommitment(chain.commitmentOf(record), commitment),
       });
       return records.map((record) => ({
         signature: record.signature,
@@ -239,8 +239,6 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
     },
   };
 }
-
-const reaches = reachesCommitment;
 
 /**
  * Account reads (getAccountInfo, getBalance, getTokenAccountBalance, ...) show the state at the

@@ -177,11 +177,17 @@ export interface RunOutcome {
 
 /**
  * Ends the run `succeeded` and stages `report.succeeded` for the account that asked, in one
- * statement (both commit or neither); `file_url` as reportFileUrl (domain/reports/report-run.ts) makes it. Only a live run ends: false when it had ended already, and
+ * statement (both commit or neither); `file_url` as reportFileUrl (domain/reports/report-run.ts) makes it. Only a live run ends: undefined when it had ended already, and
  * then nothing is staged, so a run ends once however many attempts reach this line.
+ * `ofClosingPeriod`: a closing period counts the run among its three, read in the same statement
+ * so the worker looks for periods to close only after such a run, not after every run.
  */
-export async function markRunSucceeded(db: Db, id: string, outcome: RunOutcome): Promise<boolean> {
-  const { rows } = await sql<{ id: string }>`
+export async function markRunSucceeded(
+  db: Db,
+  id: string,
+  outcome: RunOutcome,
+): Promise<{ ofClosingPeriod: boolean } | undefined> {
+  const { rows } = await sql<{ of_closing_period: boolean }>`
     WITH ended AS (
       UPDATE report_runs
          SET status = 'succeeded', row_count = ${outcome.rowCount}, bytes = ${outcome.bytes},
@@ -189,15 +195,22 @@ export async function markRunSucceeded(db: Db, id: string, outcome: RunOutcome):
              summary = ${outcome.summary === null ? null : JSON.stringify(outcome.summary)}::jsonb,
              error = NULL, lease_until = NULL, finished_at = now()
        WHERE id = ${id} AND status IN ('pending', 'running')
-      RETURNING id, account_id, type, row_count, sha256)
-    INSERT INTO event_staging (account_id, type, data, dedupe_key)
-    SELECT account_id, 'report.succeeded',
-           jsonb_build_object('id', id, 'type', type, 'status', 'succeeded', 'row_count', row_count,
-                              'sha256', sha256, 'file_url', '/api/v1/reports/' || id || '/file'),
-           'report.succeeded:' || id
-      FROM ended
-    RETURNING account_id`.execute(db);
-  return rows.length > 0;
+      RETURNING id, account_id, type, row_count, sha256),
+    staged AS (
+      INSERT INTO event_staging (account_id, type, data, dedupe_key)
+      SELECT account_id, 'report.succeeded',
+             jsonb_build_object('id', id, 'type', type, 'status', 'succeeded', 'row_count', row_count,
+                                'sha256', sha256, 'file_url', '/api/v1/reports/' || id || '/file'),
+             'report.succeeded:' || id
+        FROM ended)
+    SELECT EXISTS (
+             SELECT 1 FROM finance_periods p
+              WHERE p.status = 'closing'
+                AND ended.id IN (p.balance_run_id, p.ledger_run_id, p.reconciliation_run_id))
+             AS of_closing_period
+      FROM ended`.execute(db);
+  const row = rows[0];
+  return row ? { ofClosingPeriod: row.of_closing_period } : undefined;
 }
 
 /** As markRunSucceeded, for a run that failed: `failed` with `error`, and `report.failed`. */

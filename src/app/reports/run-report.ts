@@ -91,10 +91,13 @@ export async function runReportAttempt(
       fileKey: fileKeyOf(run.id, run.format),
       summary: stored.result.summary,
     });
-    log.info({ rows: stored.result.rowCount, bytes: stored.bytes, ended }, 'report run succeeded');
-    if (ended) {
+    log.info(
+      { rows: stored.result.rowCount, bytes: stored.bytes, ended: ended !== undefined },
+      'report run succeeded',
+    );
+    if (ended?.ofClosingPeriod) {
       // The run may be the last of a closing period's three (docs/reports.md "Closing a period").
-      // A failure here leaves the period closing: the next read of it, or the next run, closes it.
+      // A failure here leaves the period closing: the next read of it, or the next close, closes it.
       await completeClosingPeriods(deps).catch((err: unknown) =>
         log.warn({ err }, 'closing periods not checked after the run'),
       );

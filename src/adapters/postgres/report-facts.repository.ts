@@ -26,12 +26,6 @@ export async function reportAccountsPage(
   return { body: count > 0 ? (row?.body ?? '') : '', count, lastId: row?.last_id ?? null };
 }
 
-/** The platform's recorded wallets and mints (`platform_wallets`: role → address). */
-export async function platformAddresses(db: Db): Promise<Map<string, string>> {
-  const rows = await db.selectFrom('platform_wallets').select(['role', 'address']).execute();
-  return new Map(rows.map((row) => [row.role, row.address]));
-}
-
 /** A user's ledger balance per currency at an instant: the sum of its legs before it (micro-USD / base units). */
 export async function ledgerBalancesAt(
   db: Db,

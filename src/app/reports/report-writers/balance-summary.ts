@@ -1,4 +1,4 @@
-import { platformAddresses } from '../../../adapters/postgres/report-facts.repository.js';
+import { listPlatformWallets } from '../../../adapters/postgres/platform-wallets.repository.js';
 import { HISTORY_TYPES, REPORT_COLUMNS, type ReportSpec } from '../../../domain/reports/report-kinds.js';
 import {
   currencySymbol,
@@ -85,7 +85,7 @@ export async function writeBalanceSummary(
 ): Promise<WrittenReport> {
   const ch = deps.clickhouse;
   await syncReportAccounts(deps, signal);
-  const addresses = await platformAddresses(deps.db);
+  const addresses = new Map((await listPlatformWallets(deps.db)).map((row) => [row.role, row.address]));
   const platformKinds = Object.keys(PLATFORM_WALLET_ROLES).filter((kind) =>
     addresses.has(PLATFORM_WALLET_ROLES[kind]!),
   );

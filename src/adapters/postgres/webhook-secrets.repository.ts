@@ -47,6 +47,17 @@ export async function replaceWebhookSecrets(
 }
 
 /**
+ * Whether Postgres has checked every row against the sealed-secrets constraint (validated once,
+ * it holds every later write to it too): no row can hold a clear secret, nothing is left to seal.
+ */
+export async function webhookSecretsSealedValidated(db: Db): Promise<boolean> {
+  const { rows } = await sql<{ convalidated: boolean }>`
+    SELECT convalidated FROM pg_constraint
+     WHERE conrelid = 'webhook_endpoints'::regclass AND conname = ${CONSTRAINT}`.execute(db);
+  return rows[0]?.convalidated === true;
+}
+
+/**
  * Has Postgres check every row against the sealed-secrets constraint (a no-op once it has): from
  * then on no row can hold a clear secret. Fails, naming the constraint, if one still does.
  */

@@ -3,6 +3,7 @@ import {
   listUnsealedWebhookSecrets,
   replaceWebhookSecrets,
   validateSealedWebhookSecrets,
+  webhookSecretsSealedValidated,
 } from '../../adapters/postgres/webhook-secrets.repository.js';
 import { isSealedWebhookSecret, type WebhookSecretBox } from '../../domain/webhooks/webhook-secret-box.js';
 
@@ -15,9 +16,12 @@ const BATCH = 500;
  * (openApp's migrate): a migration cannot do it, the master key never reaches Postgres.
  * Idempotent, and safe with several processes starting at once: each swap is a compare-and-set on
  * the clear values it read, so a row another process (or a rotation) changed meanwhile is read
- * again. Answers how many endpoints this call sealed.
+ * again. Answers how many endpoints this call sealed. Once the constraint is validated (the first
+ * start after the migration) a start only reads that flag: no scan of the endpoints, and no ALTER
+ * TABLE (and its lock) at every start of every process.
  */
 export async function sealStoredWebhookSecrets(db: Db, box: Pick<WebhookSecretBox, 'seal'>): Promise<number> {
+  if (await webhookSecretsSealedValidated(db)) return 0;
   let sealed = 0;
   for (;;) {
     const rows = await listUnsealedWebhookSecrets(db, BATCH);

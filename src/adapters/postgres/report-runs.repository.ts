@@ -5,7 +5,7 @@ import type {
   ReportSummaryLine,
   ReportType,
 } from '../../domain/reports/report-kinds.js';
-import type { ReportRun } from '../../domain/reports/report-run.js';
+import { reportFileUrl, type ReportRun } from '../../domain/reports/report-run.js';
 import type { ReportRunsTable } from './database.js';
 import type { Db } from './db.js';
 
@@ -177,8 +177,8 @@ export interface RunOutcome {
 
 /**
  * Ends the run `succeeded` and stages `report.succeeded` for the account that asked, in one
- * statement (both commit or neither); `file_url` as reportFileUrl (domain/reports/report-run.ts) makes it. Only a live run ends: undefined when it had ended already, and
- * then nothing is staged, so a run ends once however many attempts reach this line.
+ * statement (both commit or neither), its `file_url` from reportFileUrl. Only a live run ends:
+ * undefined when it had ended already, and then nothing is staged, so a run ends once however many attempts reach this line.
  * `ofClosingPeriod`: a closing period counts the run among its three, read in the same statement
  * so the worker looks for periods to close only after such a run, not after every run.
  */
@@ -200,7 +200,7 @@ export async function markRunSucceeded(
       INSERT INTO event_staging (account_id, type, data, dedupe_key)
       SELECT account_id, 'report.succeeded',
              jsonb_build_object('id', id, 'type', type, 'status', 'succeeded', 'row_count', row_count,
-                                'sha256', sha256, 'file_url', '/api/v1/reports/' || id || '/file'),
+                                'sha256', sha256, 'file_url', ${reportFileUrl(id)}::text),
              'report.succeeded:' || id
         FROM ended)
     SELECT EXISTS (

@@ -10,7 +10,8 @@ import {
 } from '../../adapters/postgres/report-runs.repository.js';
 import type { ReportsQueue } from '../../adapters/redis/reports-queue.js';
 import { AppError } from '../../domain/errors.js';
-import type { ReportSpec } from '../../domain/reports/report-kinds.js';
+import type { ReportFormat, ReportSpec } from '../../domain/reports/report-kinds.js';
+import { reportFileExtension } from '../../domain/reports/report-request.js';
 import type { ReportStore } from './report-store.js';
 import { completeClosingPeriods } from './finance-periods.js';
 import { writeReport } from './write-report.js';
@@ -118,9 +119,8 @@ export async function runReportAttempt(
 }
 
 /** One file per run: the run's id and the format's extension. */
-export function fileKeyOf(runId: string, format: string): string {
-  const extension = format === 'jsonl' ? 'jsonl' : format === 'parquet' ? 'parquet' : 'csv';
-  return `${runId}.${extension}`;
+export function fileKeyOf(runId: string, format: ReportFormat): string {
+  return `${runId}.${reportFileExtension(format)}`;
 }
 
 const RETRYABLE_CODES = new Set([

@@ -257,6 +257,11 @@ export function reportContentType(format: ReportFormat): string {
   }
 }
 
+/** The file's extension per format (koinly and cointracker are CSV files). */
+export function reportFileExtension(format: ReportFormat): 'csv' | 'jsonl' | 'parquet' {
+  return format === 'jsonl' || format === 'parquet' ? format : 'csv';
+}
+
 /** The file's name for Content-Disposition: type, interval (UTC dates) and extension. */
 export function reportFileName(run: {
   id: string;
@@ -266,7 +271,6 @@ export function reportFileName(run: {
   intervalEnd: Date;
 }): string {
   const day = (d: Date) => d.toISOString().slice(0, 10);
-  const extension = run.format === 'jsonl' ? 'jsonl' : run.format === 'parquet' ? 'parquet' : 'csv';
   const suffix = run.format === 'koinly' || run.format === 'cointracker' ? `-${run.format}` : '';
-  return `${run.type.replace('.', '-')}-${day(run.intervalStart)}-${day(run.intervalEnd)}${suffix}-${run.id.slice(0, 8)}.${extension}`;
+  return `${run.type.replace('.', '-')}-${day(run.intervalStart)}-${day(run.intervalEnd)}${suffix}-${run.id.slice(0, 8)}.${reportFileExtension(run.format)}`;
 }

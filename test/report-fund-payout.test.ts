@@ -1,28 +1,27 @@
-import { Writable } from 'node:stream';
-import { PublicKey } from '@solana/web3.js';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { associatedTokenAccount } from '../src/adapters/solana/index.js';
-import { ledgerBalancesAt } from '../src/adapters/postgres/report-facts.repository.js';
 import { eventsShippedThrough } from '../src/app/creator-fund/engagement-source.js';
 import { planEpoch, settleEpoch, type CreatorFundDeps } from '../src/app/creator-fund/run-epoch.js';
-import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import { followWallets } from '../src/app/indexer/wallet-follower.js';
-import { writeReport } from '../src/app/reports/write-report.js';
 import { parseUnits, type LedgerCurrency } from '../src/domain/reports/report-format.js';
 import {
   COINTRACKER_HEADER,
   HISTORY_TYPES,
   KOINLY_HEADER,
   REPORT_COLUMNS,
-  type ReportSpec,
 } from '../src/domain/reports/report-kinds.js';
-import { tokenAccountExists } from './support/balances.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
 import { jsonLines, parseCsv } from './support/report-files.js';
+import {
+  currencyOf,
+  ledgerBalancesAt,
+  onChainAt,
+  shipAll,
+  writeReportToBuffer,
+} from './support/report-writing.js';
 
 /**
  * A creator-fund payout (native tokens, paid by an epoch through the outbox and confirmed on chain)
@@ -42,59 +41,14 @@ let startedAt: Date;
 let endedAt: Date;
 let signature: string;
 
-class BufferSink extends Writable {
-  chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
-    this.chunks.push(chunk);
-    setImmediate(done);
-  }
-}
-
-async function run(spec: Partial<ReportSpec> & Pick<ReportSpec, 'type'>) {
-  const sink = new BufferSink({ highWaterMark: 1024 });
-  const full: ReportSpec = {
-    intervalStart: startedAt,
-    intervalEnd: endedAt,
-    timezone: 'UTC',
-    columns: REPORT_COLUMNS[spec.type],
-    format: 'csv',
-    accountId: null,
-    ...spec,
-  };
-  const mints = { usdc: h.platform.usdcMint.toBase58(), native: h.platform.nativeMint.toBase58() };
-  const written = await writeReport(
-    { clickhouse: h.env.app.clickhouse, db: h.env.app.db, mints },
-    full,
-    sink,
-  );
-  return { ...written, bytes: Buffer.concat(sink.chunks) };
-}
+const run = (spec: Parameters<typeof writeReportToBuffer>[2]) =>
+  writeReportToBuffer(h, { start: startedAt, end: endedAt }, spec);
+const onChain = (owner: string, currency: LedgerCurrency) => onChainAt(h, owner, currency);
 
 async function dbNow(): Promise<Date> {
   const { rows } = await sql<{ now: Date }>`SELECT clock_timestamp() AS now`.execute(h.env.app.db);
   return rows[0]!.now;
 }
-
-async function ship(): Promise<void> {
-  for (;;) {
-    const shipped = await shipBatch(h.env.app);
-    if (shipped.events === 0 && shipped.legs === 0) break;
-  }
-}
-
-async function onChain(owner: string, currency: LedgerCurrency): Promise<bigint> {
-  const mint = currency === 'usdc' ? h.platform.usdcMint : h.platform.nativeMint;
-  const ata = associatedTokenAccount(mint, new PublicKey(owner));
-  if (!(await tokenAccountExists(h.env.app, ata))) return 0n;
-  const { value } = await h.env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
-    ata.toBase58(),
-    { commitment: 'confirmed' },
-  ]);
-  return BigInt(value.amount);
-}
-
-const currencyOf = (symbol: string | null | undefined): LedgerCurrency =>
-  symbol === 'USDC' ? 'usdc' : 'native';
 
 beforeAll(async () => {
   h = await openServiceHarness({
@@ -141,7 +95,7 @@ beforeAll(async () => {
   await paymentsSettled(h.env.app.db);
   await reconcileRound(h.env.app, { missingAfterMs: 600_000, limit: 1_000 });
   await followWallets(h.env.app);
-  await ship();
+  await shipAll(h.env.app);
   endedAt = new Date(Date.now() + 1000);
 }, 180_000);
 afterAll(async () => {

@@ -1,28 +1,28 @@
-import { Writable } from 'node:stream';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import { followWallets } from '../src/app/indexer/wallet-follower.js';
-import { writeReport } from '../src/app/reports/write-report.js';
-import { ledgerBalancesAt } from '../src/adapters/postgres/report-facts.repository.js';
 import {
   COINTRACKER_HEADER,
   HISTORY_TYPES,
   KOINLY_HEADER,
   REPORT_COLUMNS,
-  type ReportSpec,
 } from '../src/domain/reports/report-kinds.js';
 import { parseUnits, type LedgerCurrency } from '../src/domain/reports/report-format.js';
-import { PublicKey } from '@solana/web3.js';
-import { associatedTokenAccount, LOCALNET_SEED } from '../src/adapters/solana/index.js';
+import { LOCALNET_SEED } from '../src/adapters/solana/index.js';
 import { depositNative } from './support/deposit.js';
-import { tokenAccountExists } from './support/balances.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
 import { jsonLines, parseCsv } from './support/report-files.js';
+import {
+  currencyOf,
+  ledgerBalancesAt,
+  onChainAt as chainTokensAt,
+  shipAll,
+  writeReportToBuffer,
+} from './support/report-writing.js';
 
 /**
  * The report writers against the real stores: paid activity through REST, settled by the worker,
@@ -37,46 +37,9 @@ let startedAt: Date;
 let endedAt: Date;
 let dir: string;
 
-class BufferSink extends Writable {
-  chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
-    this.chunks.push(chunk);
-    // A slow consumer now and then: the writer must wait for 'drain'.
-    setImmediate(done);
-  }
-  bytes(): Buffer {
-    return Buffer.concat(this.chunks);
-  }
-}
-
-async function run(spec: Partial<ReportSpec> & Pick<ReportSpec, 'type'>) {
-  const sink = new BufferSink({ highWaterMark: 1024 });
-  const full: ReportSpec = {
-    intervalStart: startedAt,
-    intervalEnd: endedAt,
-    timezone: 'UTC',
-    columns: REPORT_COLUMNS[spec.type],
-    format: 'csv',
-    accountId: null,
-    ...spec,
-  };
-  // The mints as the worker passes them (run-report.ts): the localnet's USDC is the configured
-  // mainnet address, which platform_wallets does not record.
-  const mints = { usdc: h.platform.usdcMint.toBase58(), native: h.platform.nativeMint.toBase58() };
-  const written = await writeReport(
-    { clickhouse: h.env.app.clickhouse, db: h.env.app.db, mints },
-    full,
-    sink,
-  );
-  return { ...written, bytes: sink.bytes() };
-}
-
-async function ship(): Promise<void> {
-  for (;;) {
-    const shipped = await shipBatch(h.env.app);
-    if (shipped.events === 0 && shipped.legs === 0) break;
-  }
-}
+const run = (spec: Parameters<typeof writeReportToBuffer>[2]) =>
+  writeReportToBuffer(h, { start: startedAt, end: endedAt }, spec);
+const onChainAt = (owner: string, currency: LedgerCurrency) => chainTokensAt(h, owner, currency);
 
 beforeAll(async () => {
   h = await openServiceHarness({ RATE_LIMIT_MULTIPLIER: '0' });
@@ -111,7 +74,7 @@ beforeAll(async () => {
   // The chain's side of what the ledger did not send: the faucet deposits (recorded by the faucet,
   // indexed by the follower) and the bootstrap's seed of the pool's vaults.
   await followWallets(h.env.app);
-  await ship();
+  await shipAll(h.env.app);
   endedAt = new Date(Date.now() + 1000);
 }, 120_000);
 afterAll(async () => {
@@ -179,21 +142,6 @@ describe('reconciliation.itemized', () => {
     expect(await result.json()).toEqual([{ n: String(rowCount), usdc: String(rowCount) }]);
   });
 });
-
-const currencyOf = (symbol: string | null | undefined): LedgerCurrency =>
-  symbol === 'USDC' ? 'usdc' : 'native';
-
-/** An owner's tokens of a currency on chain at `confirmed` (getTokenAccountBalance of its ATA; 0 without one). */
-async function onChainAt(owner: string, currency: LedgerCurrency): Promise<bigint> {
-  const mint = currency === 'usdc' ? h.platform.usdcMint : h.platform.nativeMint;
-  const ata = associatedTokenAccount(mint, new PublicKey(owner));
-  if (!(await tokenAccountExists(h.env.app, ata))) return 0n;
-  const { value } = await h.env.app.rpc.call<{ value: { amount: string } }>('getTokenAccountBalance', [
-    ata.toBase58(),
-    { commitment: 'confirmed' },
-  ]);
-  return BigInt(value.amount);
-}
 
 describe('balance.summary', () => {
   test('opening + every type = closing for every account to the base unit; closing = the Postgres ledger at interval_end', async () => {

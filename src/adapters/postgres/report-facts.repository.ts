@@ -25,18 +25,3 @@ export async function reportAccountsPage(
   const count = Number(row?.n ?? 0);
   return { body: count > 0 ? (row?.body ?? '') : '', count, lastId: row?.last_id ?? null };
 }
-
-/** A user's ledger balance per currency at an instant: the sum of its legs before it (micro-USD / base units). */
-export async function ledgerBalancesAt(
-  db: Db,
-  at: Date,
-): Promise<Array<{ account_id: string | null; kind: string; currency: string; balance: bigint }>> {
-  const { rows } = await sql<{ account_id: string | null; kind: string; currency: string; balance: string }>`
-    SELECT a.account_id, a.kind, a.currency, sum(l.amount)::text AS balance
-      FROM ledger_legs l
-      JOIN ledger_movements m ON m.id = l.movement_id
-      JOIN ledger_accounts a ON a.id = l.ledger_account_id
-     WHERE m.created_at < ${at}
-     GROUP BY a.account_id, a.kind, a.currency`.execute(db);
-  return rows.map((row) => ({ ...row, balance: BigInt(row.balance) }));
-}

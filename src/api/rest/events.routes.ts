@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import { once } from 'node:events';
 import type { FastifyInstance } from 'fastify';
 import { typedRoutes } from './typed-routes.js';
 import type { ApiDeps } from '../../app/api-deps.js';
@@ -72,20 +72,6 @@ const eventStream = {
 
 /** A comment line now and then keeps proxies from closing a quiet stream. */
 const HEARTBEAT_MS = 15_000;
-
-/** Resolves on the answer's next 'drain', or when `closed` aborts (the connection closed). */
-function drainedOrClosed(raw: ServerResponse, closed: AbortSignal): Promise<void> {
-  if (closed.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      raw.off('drain', done);
-      closed.removeEventListener('abort', done);
-      resolve();
-    };
-    raw.once('drain', done);
-    closed.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * GET /events: the caller's event log, oldest first, paged by cursor; pages never skip or repeat
@@ -165,8 +151,9 @@ export function registerEventRoutes(api: FastifyInstance, deps: ApiDeps, streams
           const frame = `id: ${event.sequence}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
           // Backpressure: the next event is read only once the client took this one, so a client
           // that never reads holds one page of events here, not the whole kept log. One that reads
-          // nothing for STUCK_STREAM_MS is cut (stream slots), which closes `raw` and ends the wait.
-          if (!raw.write(frame)) await drainedOrClosed(raw, stop.signal);
+          // nothing for STUCK_STREAM_MS is cut (stream slots), which closes `raw` and aborts the wait
+          // (an AbortError, ended quietly below).
+          if (!raw.write(frame)) await once(raw, 'drain', { signal: stop.signal });
           if (stop.signal.aborted) break;
         }
       } catch (error) {

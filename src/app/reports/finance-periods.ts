@@ -214,9 +214,10 @@ export async function getPeriod(deps: PeriodDeps, caller: Caller, periodRaw: str
 /** Every period that was ever closed (or is closing), newest first. */
 export async function listPeriods(deps: PeriodDeps, caller: Caller): Promise<FinancePeriod[]> {
   requireFinance(caller);
-  if ((await listPeriodRows(deps.db)).some((row) => row.status === 'closing'))
-    await completeClosingPeriods(deps);
-  return (await listPeriodRows(deps.db)).map(toPeriod);
+  const rows = await listPeriodRows(deps.db);
+  // Read again only when a closing period closed just now (as getPeriod does).
+  const closed = rows.some((row) => row.status === 'closing') ? await completeClosingPeriods(deps) : 0;
+  return (closed > 0 ? await listPeriodRows(deps.db) : rows).map(toPeriod);
 }
 
 /** Reopens a closing or closed period (admin only) and writes `period.reopened`; 409 when open. */

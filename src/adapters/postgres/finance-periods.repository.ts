@@ -56,27 +56,22 @@ export async function beginClosing(
   db: Db,
   p: { period: string; timezone: string; start: Date; end: Date; closedBy: string },
 ): Promise<Selectable<FinancePeriodsTable> | undefined> {
+  const closing = {
+    timezone: p.timezone,
+    period_start: p.start,
+    period_end: p.end,
+    status: 'closing' as const,
+    closed_by: p.closedBy,
+    closing_at: sql<Date>`now()`,
+  };
   return db
     .insertInto('finance_periods')
-    .values({
-      period: p.period,
-      timezone: p.timezone,
-      period_start: p.start,
-      period_end: p.end,
-      status: 'closing',
-      closed_by: p.closedBy,
-      closing_at: sql<Date>`now()`,
-    })
+    .values({ period: p.period, ...closing })
     .onConflict((oc) =>
       oc
         .column('period')
         .doUpdateSet({
-          timezone: p.timezone,
-          period_start: p.start,
-          period_end: p.end,
-          status: 'closing',
-          closed_by: p.closedBy,
-          closing_at: sql<Date>`now()`,
+          ...closing,
           closed_at: null,
           balance_run_id: null,
           ledger_run_id: null,

@@ -187,6 +187,12 @@ describe('wallet follower', () => {
     );
   });
 
+  test('a wallet whose account has no native ledger account is followed at its USDC token account only', async () => {
+    const before = (await follow()).addresses;
+    await fundedAccount(env.app, platform, 'wf_usdc_only', 1_000_000n);
+    expect((await follow()).addresses).toBe(before + 1);
+  });
+
   test('a paid post made through the write path is neither a deposit nor unexplained', async () => {
     const author = await fundedAccount(env.app, platform, 'wf_author', 5_000_000n);
     await follow();

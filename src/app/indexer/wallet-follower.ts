@@ -81,6 +81,8 @@ interface OurWallets {
   labels: Map<string, string>;
   users: Map<string, string>;
   platform: readonly string[];
+  /** The user wallets whose account has a native ledger account. */
+  nativeUsers: readonly string[];
 }
 
 /**
@@ -137,26 +139,33 @@ async function ourWallets(db: Db, platform: PlatformChain): Promise<OurWallets> 
   const labels = new Map<string, string>();
   for (const role of followedRoles) labels.set(platform.signers[role].publicKey.toBase58(), role);
   const users = new Map<string, string>();
-  for (const { id, handle, wallet_address: wallet } of await usersWithWallets(db)) {
+  const nativeUsers: string[] = [];
+  for (const { id, handle, wallet_address: wallet, has_native } of await usersWithWallets(db)) {
     users.set(wallet, id);
     labels.set(wallet, `@${handle}`);
+    if (has_native) nativeUsers.push(wallet);
   }
   const followedPlatform = followedRoles.map((role) => platform.signers[role].publicKey.toBase58());
-  return { labels, users, platform: followedPlatform };
+  return { labels, users, platform: followedPlatform, nativeUsers };
 }
 
 /**
- * The USDC and native associated token accounts of our wallets. Followed as token accounts, not
- * owners: a transfer into an ATA names the token account, never its owner (NOTES "Indexing
- * Solana"). Both mints, so that every token movement of our wallets reaches `token_movements`
- * (balance.summary's `chain_closing` is read from it); a token account that does not exist (yet)
- * simply lists no signatures.
+ * The associated token accounts of our wallets: USDC of every wallet, native of the platform's and
+ * of the users who have a native ledger account. Followed as token accounts, not owners: a
+ * transfer into an ATA names the token account, never its owner (NOTES "Indexing Solana"). So that
+ * every token movement balance.summary's `chain_closing` reads reaches `token_movements`; a user
+ * without a native ledger account has no native row there, so their native token account is not
+ * listed every round (it is from the round after their first native movement, which reads its
+ * whole history as for any new address). A token account that does not exist (yet) simply lists
+ * no signatures.
  */
 function followedAddresses(platform: PlatformChain, wallets: OurWallets): string[] {
-  const owners = [...wallets.platform, ...wallets.users.keys()].map((owner) => new PublicKey(owner));
-  return owners.flatMap((owner) =>
-    [platform.usdcMint, platform.nativeMint].map((mint) => associatedTokenAccount(mint, owner).toBase58()),
-  );
+  const ata = (mint: PublicKey, owner: string) =>
+    associatedTokenAccount(mint, new PublicKey(owner)).toBase58();
+  return [
+    ...[...wallets.platform, ...wallets.users.keys()].map((owner) => ata(platform.usdcMint, owner)),
+    ...[...wallets.platform, ...wallets.nativeUsers].map((owner) => ata(platform.nativeMint, owner)),
+  ];
 }
 
 async function withCursors(db: Db, addresses: string[]): Promise<Followed[]> {

@@ -82,23 +82,33 @@ export function parseClickHouseTime(text: string): number {
 
 const pad = (n: number, width = 2) => String(n).padStart(width, '0');
 
+/** Hours whose offset one instantPrinter keeps (a year is 8,784): past it the cache starts over. */
+const PRINTER_HOURS = 20_000;
+
 /**
  * Prints instants in one IANA timezone as ISO 8601 with milliseconds and the offset in force then
- * (`2026-11-29T08:19:09.123+01:00`; UTC as `Z`). Rows come in time order, so the offset found for
- * one minute is kept for the next rows of that minute (offsets change on minute boundaries).
+ * (`2026-11-29T08:19:09.123+01:00`; UTC as `Z`). Rows do not come in the order of every time they
+ * print (ledger.itemized's `finalized_at` after each `created_at`; reconciliation's `checked_at` in
+ * movement order), so the offset is kept per UTC hour, in any order: an hour whose first and last
+ * minutes have the same offset has it throughout (a zone changes offset at most once an hour); an
+ * hour with a change asks per minute (offsets change on minute boundaries).
  */
 export function instantPrinter(timezone: string): (ms: number) => string {
   if (timezone === 'UTC' || timezone === 'Etc/UTC') return (ms) => new Date(ms).toISOString();
-  let cachedMinute = Number.NaN;
-  let cachedOffsetMin = 0;
+  const HOUR = 3_600_000;
+  const minuteOffset = (minute: number) => Math.round(zoneOffsetMs(minute * 60_000, timezone) / 60_000);
+  /** Offset in minutes of each UTC hour seen; null for an hour in which it changes. */
+  const hours = new Map<number, number | null>();
   const offsetMinutes = (ms: number): number => {
-    const minute = Math.floor(ms / 60_000);
-    if (minute !== cachedMinute) {
-      const offsetMs = zoneOffsetMs(minute * 60_000, timezone);
-      cachedMinute = minute;
-      cachedOffsetMin = Math.round(offsetMs / 60_000);
+    const hour = Math.floor(ms / HOUR);
+    let offset = hours.get(hour);
+    if (offset === undefined) {
+      const first = minuteOffset(hour * 60);
+      offset = first === minuteOffset(hour * 60 + 59) ? first : null;
+      if (hours.size >= PRINTER_HOURS) hours.clear();
+      hours.set(hour, offset);
     }
-    return cachedOffsetMin;
+    return offset ?? minuteOffset(Math.floor(ms / 60_000));
   };
   return (ms) => {
     const offset = offsetMinutes(ms);

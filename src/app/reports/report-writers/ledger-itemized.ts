@@ -114,8 +114,9 @@ export function sliceParams(
 const LEG_BUCKET_MS = 15 * 60_000;
 /**
  * The most legs a CSV/JSON Lines slice holds (unless one 15-minute bucket holds more): at 10M legs
- * a 6-hour slice held ~80k legs, and the run grew the process by +413 MB; ~37k-leg slices +352 MB
- * (236 s instead of 136 s: each query has a fixed cost), ~17k-leg ones no lower at twice the queries.
+ * a 6-hour slice held ~80k legs, and the run grew the process by +413 MB in 136 s; ~37k-leg slices
+ * +352 MB in 233.5 s (each query has a fixed cost; beside another run), ~17k-leg ones no lower at
+ * twice the queries (docs/benchmarks.md).
  */
 export const LEDGER_SLICE_LEGS = 40_000;
 

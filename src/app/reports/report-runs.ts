@@ -73,15 +73,9 @@ export async function requestRun(
       subject = account.id;
     }
   }
-  const spec: ReportSpec = {
-    type: request.type,
-    intervalStart: request.intervalStart,
-    intervalEnd: request.intervalEnd,
-    timezone: request.timezone,
-    columns: request.columns,
-    format: request.format,
-    accountId: subject,
-  };
+  const { account: _named, ...params } = request;
+  void _named;
+  const spec: ReportSpec = { ...params, accountId: subject };
   const paramsHash = reportParamsHash(spec);
   // A closed period froze a run with exactly these parameters (whoever asked for it): that run,
   // the same id and file, is the answer, so a closed period's report never changes.
@@ -89,13 +83,8 @@ export async function requestRun(
   const frozen = frozenId === undefined ? undefined : await findRunById(deps.db, frozenId);
   if (frozen) return { run: publicRun(frozen), created: false };
   const { run, created } = await insertOrFindLiveRun(deps.db, {
+    ...params,
     accountId: caller.accountId,
-    type: spec.type,
-    intervalStart: spec.intervalStart,
-    intervalEnd: spec.intervalEnd,
-    timezone: spec.timezone,
-    columns: spec.columns,
-    format: spec.format,
     subjectAccountId: subject,
     paramsHash,
   });

@@ -1,6 +1,6 @@
 import { rest } from './lib/api.js';
 import { dateTime } from './lib/format.js';
-import { browserTimeZone, fetchRunFile, inZone, saveLink } from './lib/reports.js';
+import { browserTimeZone, fetchRunFile, inZone, nextFollowRead, saveLink } from './lib/reports.js';
 import { el, messageOf, show } from './lib/ui.js';
 
 /*
@@ -18,9 +18,6 @@ const REPORT_LABELS = {
   'reconciliation.itemized': 'Reconciliation, itemized',
 };
 const STATUS_TONES = { open: '', closing: 'pending', closed: 'good' };
-/** How a closing period is followed: each second for 15 s, then every 3 s, for at most 15 minutes. */
-const FOLLOW_FAST_MS = 15_000;
-const FOLLOW_MAX_MS = 15 * 60_000;
 
 const monthOf = (date) => `${date.getFullYear()}-${String(date.getMonth() + 1).padStart(2, '0')}`;
 const statusLabel = (status) => status.replaceAll('_', ' ');
@@ -179,12 +176,10 @@ export function periodsPanel({ role, exceptionsLink }) {
     let last = first;
     showPeriod(last);
     while (last.status === 'closing' && current === period) {
-      const elapsed = Date.now() - started;
-      if (elapsed >= FOLLOW_MAX_MS) {
+      if (!(await nextFollowRead(started))) {
         detail.append(el('p', { class: 'muted' }, 'Still closing: Refresh the list later.'));
         return;
       }
-      await new Promise((resolve) => setTimeout(resolve, elapsed < FOLLOW_FAST_MS ? 1_000 : 3_000));
       if (current !== period) return;
       try {
         last = await (await rest('GET', `/finance/periods/${encodeURIComponent(period)}`)).json();

@@ -115,9 +115,20 @@ export function reportRequester() {
 }
 
 export const FINAL_STATUSES = new Set(['succeeded', 'failed']);
-/** How a run is followed: each second for 15 s, then every 3 s, for at most 15 minutes. */
+/** How a run or a closing period is followed: each second for 15 s, then every 3 s, 15 minutes at most. */
 const FOLLOW_FAST_MS = 15_000;
 const FOLLOW_MAX_MS = 15 * 60_000;
+
+/**
+ * The pause before the next read of something followed since `started` (Date.now()): a second for
+ * 15 s, then 3 s. Answers false at once, without waiting, once 15 minutes have passed.
+ */
+export async function nextFollowRead(started) {
+  const elapsed = Date.now() - started;
+  if (elapsed >= FOLLOW_MAX_MS) return false;
+  await new Promise((resolve) => setTimeout(resolve, elapsed < FOLLOW_FAST_MS ? 1_000 : 3_000));
+  return true;
+}
 
 /**
  * Follows a run (GET /reports/{id}) until it has succeeded or failed; `onUpdate(run, problem)` is
@@ -129,9 +140,7 @@ export async function followRun(run, { onUpdate, stillWanted = () => true }) {
   const started = Date.now();
   let last = run;
   while (!FINAL_STATUSES.has(last.status)) {
-    const elapsed = Date.now() - started;
-    if (elapsed >= FOLLOW_MAX_MS || !stillWanted()) return last;
-    await new Promise((resolve) => setTimeout(resolve, elapsed < FOLLOW_FAST_MS ? 1_000 : 3_000));
+    if (!stillWanted() || !(await nextFollowRead(started))) return last;
     if (!stillWanted()) return last;
     try {
       last = await (await rest('GET', `/reports/${encodeURIComponent(run.id)}`)).json();

@@ -19,7 +19,7 @@ import {
   sqlUnits,
   STREAM_SETTINGS,
   writeParquet,
-  type ParquetColumn,
+  parquetColumns,
 } from './report-query.js';
 
 /**
@@ -125,8 +125,10 @@ export async function writeBalanceSummary(
     for (const name of ['opening', ...HISTORY_TYPES, 'closing']) {
       parquet[name] = sqlUnits(`toInt64(x_${name})`, sqlDecimals('x_currency'));
     }
-    const columns: ParquetColumn[] = spec.columns.map((name) => ({ name, sql: parquet[name] ?? 'NULL' }));
-    return { rowCount: await writeParquet(ch, out, base, columns, signal), summary: summaryOf() };
+    return {
+      rowCount: await writeParquet(ch, out, base, parquetColumns(spec.columns, parquet), signal),
+      summary: summaryOf(),
+    };
   }
   if (spec.format !== 'csv' && spec.format !== 'jsonl')
     throw new Error(`balance.summary has no ${spec.format} format`);

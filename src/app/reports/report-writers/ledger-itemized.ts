@@ -20,7 +20,7 @@ import {
   sqlUnits,
   STREAM_SETTINGS,
   writeParquet,
-  type ParquetColumn,
+  parquetColumns,
 } from './report-query.js';
 
 interface LegRow {
@@ -200,8 +200,10 @@ export async function writeLedgerItemized(
       related_post_id: 'toUUIDOrNull(x_related_post)',
       counterparty: "nullIf(x_counterparty, '')",
     };
-    const columns: ParquetColumn[] = spec.columns.map((name) => ({ name, sql: parquet[name] ?? 'NULL' }));
-    return { rowCount: await writeParquet(ch, out, base, columns, signal), summary: null };
+    return {
+      rowCount: await writeParquet(ch, out, base, parquetColumns(spec.columns, parquet), signal),
+      summary: null,
+    };
   }
   if (spec.format !== 'csv' && spec.format !== 'jsonl')
     throw new Error(`ledger.itemized has no ${spec.format} format`);

@@ -8,13 +8,7 @@ import {
 } from '../../../domain/reports/report-format.js';
 import type { ReportWriterDeps, WrittenReport } from '../write-report.js';
 import { columnPicker, rowPrinter, type ReportSink } from './report-sink.js';
-import {
-  intervalParams,
-  sqlUnits,
-  STREAM_SETTINGS,
-  writeParquet,
-  type ParquetColumn,
-} from './report-query.js';
+import { intervalParams, sqlUnits, STREAM_SETTINGS, writeParquet, parquetColumns } from './report-query.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -90,8 +84,10 @@ export async function writeReconciliationItemized(
       detail: 'r_detail',
       checked_at: 'toTimeZone(r_checked_at, {tz:String})',
     };
-    const columns: ParquetColumn[] = spec.columns.map((name) => ({ name, sql: parquet[name] ?? 'NULL' }));
-    return { rowCount: await writeParquet(ch, out, base, columns, signal), summary: null };
+    return {
+      rowCount: await writeParquet(ch, out, base, parquetColumns(spec.columns, parquet), signal),
+      summary: null,
+    };
   }
   if (spec.format !== 'csv' && spec.format !== 'jsonl') {
     throw new Error(`reconciliation.itemized has no ${spec.format} format`);

@@ -37,6 +37,21 @@ export interface ParquetColumn {
 }
 
 /**
+ * The asked `columns`, in order, as Parquet selects them from a type's SQL per column (`sqlOf`).
+ * A column without SQL is a bug of the writer (the request parser checks names), as in columnPicker.
+ */
+export function parquetColumns(
+  columns: readonly string[],
+  sqlOf: Readonly<Record<string, string>>,
+): ParquetColumn[] {
+  return columns.map((name) => {
+    const sql = sqlOf[name];
+    if (sql === undefined) throw new Error(`no Parquet column "${name}"`);
+    return { name, sql };
+  });
+}
+
+/**
  * ClickHouse text of a base-unit amount `expr` (Int64) as a decimal string with `decimals` places
  * (the Parquet twin of formatUnits: strings, so no column ever holds a float).
  */

@@ -92,7 +92,7 @@ export async function requestRun(
     try {
       await deps.reportsQueue.enqueue(run.id);
     } catch (error) {
-      // The run is recorded: the worker's resume sweep queues it (on start and every few seconds).
+      // The run is recorded: the worker's resume sweep queues it (on its start, then every 30 s).
       deps.logger.warn({ err: error, reportId: run.id }, 'report run not queued; the resume sweep will');
     }
   }

@@ -132,7 +132,8 @@ export function startWebhookDispatcher(
   const logKeep = options.deliveryLogKeep ?? DELIVERY_LOG_KEEP;
   const pruneEvery = Math.min(PRUNE_EVERY, Math.max(1, Math.floor(logKeep / 10)));
 
-  const running = new Map<string, Promise<void>>();
+  /** The endpoints this dispatcher runs, by id: whose they are, and the run. */
+  const running = new Map<string, { accountId: string; task: Promise<void> }>();
   const stopping = new AbortController();
   let wakes = 0;
   let kick: (() => void) | undefined;
@@ -314,11 +315,8 @@ export function startWebhookDispatcher(
     );
   };
 
-  /** Endpoints of each account this dispatcher runs. */
-  const perAccount = new Map<string, number>();
   const start = (endpoint: ClaimedEndpoint) => {
     const wakesBefore = wakes;
-    perAccount.set(endpoint.accountId, (perAccount.get(endpoint.accountId) ?? 0) + 1);
     const task = (async () => {
       let end: RunEnd | 'failed';
       try {
@@ -337,17 +335,17 @@ export function startWebhookDispatcher(
         await releaseLeases(db, owner, [endpoint.id]).catch(() => {});
       }
       const wasFull = running.size >= maxActive;
+      // Endpoints of this account this dispatcher ran, this one included.
+      let ofAccount = 0;
+      for (const other of running.values()) if (other.accountId === endpoint.accountId) ofAccount++;
       running.delete(endpoint.id);
-      const ofAccount = perAccount.get(endpoint.accountId) ?? 1;
-      if (ofAccount <= 1) perAccount.delete(endpoint.accountId);
-      else perAccount.set(endpoint.accountId, ofAccount - 1);
       // The account was at its share: its other endpoints may be due, held back by it.
       const accountWasFull = ofAccount >= MAX_LEASED_PER_ACCOUNT;
       // Taken back by the API, given back with more to deliver, woken while busy with it (it may
       // have news), or a slot came free with endpoints waiting: look again now.
       if (end === 'lost' || end === 'yielded' || wakes !== wakesBefore || wasFull || accountWasFull) wake();
     })();
-    running.set(endpoint.id, task);
+    running.set(endpoint.id, { accountId: endpoint.accountId, task });
   };
 
   const renewal = setInterval(() => {
@@ -395,7 +393,7 @@ export function startWebhookDispatcher(
     stop: async () => {
       stopping.abort();
       await loop;
-      await Promise.allSettled(running.values());
+      await Promise.allSettled([...running.values()].map((entry) => entry.task));
       clearInterval(renewal);
       sender.close();
     },

@@ -9,7 +9,7 @@ export interface FsReportStore {
   write<T>(
     key: string,
     produce: (sink: Writable) => Promise<T>,
-  ): Promise<{ result: T; bytes: number; sha256: string; written: boolean }>;
+  ): Promise<{ result: T; bytes: number; sha256: string }>;
   open(key: string): Promise<{ stream: Readable; bytes: number } | undefined>;
 }
 
@@ -88,11 +88,11 @@ export function createFsReportStore(folder: string): FsReportStore {
         await unlink(partial).catch(() => {});
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
         // An earlier attempt of the same run finished the file: it stays, as it is.
-        return { result, ...(await hashFile(final)), written: false };
+        return { result, ...(await hashFile(final)) };
       }
       await unlink(partial);
       await fsyncDir(folder);
-      return { result, bytes: counter.bytes, sha256: counter.hash.digest('hex'), written: true };
+      return { result, bytes: counter.bytes, sha256: counter.hash.digest('hex') };
     },
 
     async open(key) {

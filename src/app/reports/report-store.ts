@@ -27,6 +27,4 @@ export interface StoredReportFile<T> {
   bytes: number;
   /** sha256 of the file at `key`, lowercase hex. */
   sha256: string;
-  /** False when `key` already held a file and this write's bytes were dropped. */
-  written: boolean;
 }

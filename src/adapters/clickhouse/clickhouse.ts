@@ -145,6 +145,12 @@ export function createClickHouse(target: ClickHouseTarget, database: string): Cl
  *   into an error for JSONEachRow, and httpBytes below checks the tail of raw formats.
  */
 
+/**
+ * The SETTINGS clause of a streamed read: one thread and 8,192-row blocks keep the engine's working
+ * set small (on chdb it is this process's memory; see the notes above). Append more with `, `.
+ */
+export const STREAM_SETTINGS = 'SETTINGS max_threads = 1, max_block_size = 8192';
+
 const STREAM_CONNECTION_ARGS = ['--output_format_json_quote_64bit_integers=1'];
 
 async function* chdbChunks(path: string, query: StreamQuery, format: string): AsyncGenerator<Uint8Array> {
@@ -216,7 +222,7 @@ async function* chdbParquet(
         await run(
           `INSERT INTO FUNCTION file({__parquet_file:String}, 'Parquet')
            SELECT * FROM file({__native_file:String}, 'Native')
-           SETTINGS max_threads = 1, max_block_size = 8192, input_format_parallel_parsing = 0,
+           ${STREAM_SETTINGS}, input_format_parallel_parsing = 0,
                     storage_file_read_method = 'read', output_format_parquet_string_as_string = 1`,
           { __native_file: native, __parquet_file: file },
         );

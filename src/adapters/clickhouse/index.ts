@@ -1,5 +1,6 @@
 export {
   createClickHouse,
+  STREAM_SETTINGS,
   type ClickHouse,
   type ClickHouseTarget,
   type StreamFormat,

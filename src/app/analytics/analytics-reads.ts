@@ -1,4 +1,4 @@
-import type { ClickHouse } from '../../adapters/clickhouse/index.js';
+import { STREAM_SETTINGS, type ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import {
   paymentStateCountsByDay,
@@ -236,7 +236,7 @@ export function reconciliationVerdicts(
               FROM ${ch.table('reconciliation')} FINAL
              WHERE ledger_day = {day:Date}
              ORDER BY ledger_day, movement_id, signature
-             SETTINGS max_threads = 1, max_block_size = 8192`,
+             ${STREAM_SETTINGS}`,
     query_params: { day },
     ...(options.signal ? { abort_signal: options.signal } : {}),
   });

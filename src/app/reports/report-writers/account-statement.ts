@@ -22,10 +22,11 @@ import {
   type LedgerCurrency,
 } from '../../../domain/reports/report-format.js';
 import { cointrackerRows, koinlyRows, type StatementLine } from '../../../domain/reports/statement-rows.js';
+import { STREAM_SETTINGS } from '../../../adapters/clickhouse/index.js';
 import type { ReportWriterDeps, WrittenReport } from '../write-report.js';
 import { Writable } from 'node:stream';
 import { columnPicker, ReportSink, rowPrinter } from './report-sink.js';
-import { intervalParams, STREAM_SETTINGS, writeParquet } from './report-query.js';
+import { intervalParams, writeParquet } from './report-query.js';
 
 /** Movements whose history rows are read from Postgres at once. */
 const BATCH = 500;

@@ -8,6 +8,7 @@ import {
   type LedgerCurrency,
 } from '../../../domain/reports/report-format.js';
 import type { ReportSummaryLine } from '../../../domain/reports/report-kinds.js';
+import { STREAM_SETTINGS } from '../../../adapters/clickhouse/index.js';
 import type { ReportWriterDeps, WrittenReport } from '../write-report.js';
 import { LEG_TYPE_SQL } from './ledger-itemized.js';
 import { reportAccountsTable, syncReportAccounts } from './report-accounts.js';
@@ -17,7 +18,6 @@ import {
   sqlDecimals,
   sqlSymbol,
   sqlUnits,
-  STREAM_SETTINGS,
   writeParquet,
   parquetColumns,
 } from './report-query.js';

@@ -9,6 +9,7 @@ import {
   NATIVE_SYMBOL,
   parseClickHouseTime,
 } from '../../../domain/reports/report-format.js';
+import { STREAM_SETTINGS } from '../../../adapters/clickhouse/index.js';
 import type { ReportWriterDeps, WrittenReport } from '../write-report.js';
 import { reportAccountsTable, syncReportAccounts } from './report-accounts.js';
 import { columnPicker, rowPrinter, type ReportSink } from './report-sink.js';
@@ -18,7 +19,6 @@ import {
   sqlDecimals,
   sqlSymbol,
   sqlUnits,
-  STREAM_SETTINGS,
   writeParquet,
   parquetColumns,
 } from './report-query.js';

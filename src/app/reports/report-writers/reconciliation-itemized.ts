@@ -6,9 +6,10 @@ import {
   parseClickHouseTime,
   USDC_SYMBOL,
 } from '../../../domain/reports/report-format.js';
+import { STREAM_SETTINGS } from '../../../adapters/clickhouse/index.js';
 import type { ReportWriterDeps, WrittenReport } from '../write-report.js';
 import { columnPicker, rowPrinter, type ReportSink } from './report-sink.js';
-import { intervalParams, sqlUnits, STREAM_SETTINGS, writeParquet, parquetColumns } from './report-query.js';
+import { intervalParams, sqlUnits, writeParquet, parquetColumns } from './report-query.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 

@@ -1,4 +1,4 @@
-import type { ClickHouse } from '../../../adapters/clickhouse/index.js';
+import { STREAM_SETTINGS, type ClickHouse } from '../../../adapters/clickhouse/index.js';
 import type { ReportSpec } from '../../../domain/reports/report-kinds.js';
 import { utcDay, utcDaySpan } from '../../../domain/reports/report-format.js';
 import type { ReportSink } from './report-sink.js';
@@ -7,9 +7,6 @@ import type { ReportSink } from './report-sink.js';
 export function chTime(ms: number): string {
   return new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
 }
-
-/** Streamed reads keep the engine's working set small (on chdb it is this process's memory). */
-export const STREAM_SETTINGS = 'SETTINGS max_threads = 1, max_block_size = 8192';
 
 /** The interval's query parameters every writer uses (`{start:DateTime64(3, 'UTC')}`, ...). */
 export function intervalParams(spec: ReportSpec): Record<string, string> {

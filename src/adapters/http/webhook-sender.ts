@@ -3,6 +3,7 @@ import https from 'node:https';
 import net from 'node:net';
 import type { LookupFunction } from 'node:net';
 import type { WebhookUrlPolicy } from '../../domain/webhooks/url-policy.js';
+import type { WEBHOOK_ATTEMPT_OUTCOMES } from '../../observability/metrics.js';
 import { checkWebhookUrl, type HostResolver } from './webhook-address.js';
 
 /** A 2xx within this long delivers; anything slower is a failed attempt (issue 39). */
@@ -28,9 +29,10 @@ export interface WebhookRequest {
 
 /**
  * How an attempt ended, for the metrics: delivered (2xx), failed (another status, or the
- * connection failed), timeout (no status within the timeout), refused (the address check).
+ * connection failed), timeout (no status within the timeout), refused (the address check): the
+ * outcomes `ledgerfeed_webhook_attempts_total` counts, one list.
  */
-export type WebhookAttemptKind = 'delivered' | 'failed' | 'timeout' | 'refused';
+export type WebhookAttemptKind = (typeof WEBHOOK_ATTEMPT_OUTCOMES)[number];
 
 export interface WebhookOutcome {
   /** A 2xx answer within the timeout. */

@@ -14,6 +14,7 @@ import type { Viewer } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
 import { parsePageLimit } from '../../domain/pagination/page-limit.js';
 import { decodePosition, encodePosition } from '../../domain/posts/read-cursors.js';
+import { PERIOD_REPORT_TYPES } from '../../domain/reports/finance-period.js';
 import type { ReportSpec } from '../../domain/reports/report-kinds.js';
 import {
   checkReportAccess,
@@ -78,8 +79,10 @@ export async function requestRun(
   const spec: ReportSpec = { ...params, accountId: subject };
   const paramsHash = reportParamsHash(spec);
   // A closed period froze a run with exactly these parameters (whoever asked for it): that run,
-  // the same id and file, is the answer, so a closed period's report never changes.
-  const frozenId = await findFrozenRunId(deps.db, paramsHash);
+  // the same id and file, is the answer, so a closed period's report never changes. Periods freeze
+  // only their three types in CSV: other requests skip the lookup.
+  const mayBeFrozen = spec.format === 'csv' && (PERIOD_REPORT_TYPES as readonly string[]).includes(spec.type);
+  const frozenId = mayBeFrozen ? await findFrozenRunId(deps.db, paramsHash) : undefined;
   const frozen = frozenId === undefined ? undefined : await findRunById(deps.db, frozenId);
   if (frozen) return { run: publicRun(frozen), created: false };
   const { run, created } = await insertOrFindLiveRun(deps.db, {

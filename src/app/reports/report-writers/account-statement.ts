@@ -97,10 +97,18 @@ export async function writeAccountStatement(
 
   let rowCount = 0;
   let movementLines: Entry[] = [];
+  /** Counts a line into its currency's running balance and answers that balance. */
+  const count = (line: StatementLine): bigint => {
+    const balance = balances.get(line.currency) ?? { opening: 0n, running: 0n };
+    balance.running += line.amount;
+    balances.set(line.currency, balance);
+    return balance.running;
+  };
   const writeMovement = async (entries: Entry[]) => {
     if (entries.length === 0) return;
     if (tool) {
       const lines = entries.map((entry) => entry.line);
+      lines.forEach(count);
       const rows = spec.format === 'koinly' ? koinlyRows(lines) : cointrackerRows(lines);
       for (const row of rows) {
         await out.text(csvRecord(row));
@@ -109,9 +117,7 @@ export async function writeAccountStatement(
       return;
     }
     for (const { line, transaction } of entries) {
-      const balance = balances.get(line.currency) ?? { opening: 0n, running: 0n };
-      balance.running += line.amount;
-      balances.set(line.currency, balance);
+      const balanceAfter = count(line);
       await out.text(
         printer!.row(
           pick([
@@ -119,7 +125,7 @@ export async function writeAccountStatement(
             currencySymbol(line.currency),
             line.type,
             formatUnits(line.amount, line.currency),
-            formatUnits(balance.running, line.currency),
+            formatUnits(balanceAfter, line.currency),
             line.description,
             line.swapTx,
             transaction?.status ?? null,
@@ -184,33 +190,7 @@ export async function writeAccountStatement(
       opening: formatUnits(open, currency),
       closing: formatUnits(running, currency),
     }));
-  if (tool) {
-    // The tool formats carry no running balance: the closing balance is computed here anyway.
-    const closing = await closingBalances(deps, params, signal);
-    for (const line of summary) {
-      const currency = line.currency === currencySymbol('usdc') ? 'usdc' : 'native';
-      line.closing = formatUnits(closing.get(currency) ?? 0n, currency);
-    }
-  }
   return { rowCount, summary };
-}
-
-async function closingBalances(
-  deps: ReportWriterDeps,
-  params: Record<string, unknown>,
-  signal: AbortSignal | undefined,
-): Promise<Map<LedgerCurrency, bigint>> {
-  const rows = deps.clickhouse.streamRows<{ x_currency: string; x_amount: string }>({
-    query: `SELECT toString(currency) AS x_currency, toString(sum(amount)) AS x_amount
-              FROM ${deps.clickhouse.table('ledger_legs')} FINAL
-             WHERE account_id = {account:UUID} AND created_at < {end:DateTime64(3, 'UTC')}
-             GROUP BY currency`,
-    query_params: params,
-    ...(signal ? { abort_signal: signal } : {}),
-  });
-  const closing = new Map<LedgerCurrency, bigint>();
-  for await (const row of rows) closing.set(ledgerCurrency(row.x_currency), BigInt(row.x_amount));
-  return closing;
 }
 
 const FALLBACK_DESCRIPTION: Record<string, string> = {

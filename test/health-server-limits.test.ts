@@ -5,6 +5,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { REQUEST_RECEIVE_TIMEOUT_MS } from '../src/api/error-response.js';
 import { buildHealthServer, HEALTH_ANSWER_TIMEOUT_MS } from '../src/api/health-server.js';
+import { dripping } from './support/dripping-client.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
 import { until } from './support/until.js';
 
@@ -49,32 +50,14 @@ describe('the health server’s limits', () => {
   test.concurrent(
     `headers dripped a byte every 1.5 s are answered 408 and closed within ${REQUEST_RECEIVE_TIMEOUT_MS / 1000}-12.5 s`,
     async ({ expect }) => {
-      const outcome = await new Promise<{ received: string; answeredAfterMs: number; closedAfterMs: number }>(
-        (resolve) => {
-          const opened = performance.now();
-          const socket: Socket = connect(port, '127.0.0.1');
-          let received = '';
-          let answeredAfterMs = 0;
-          socket.setEncoding('utf8');
-          socket.on('data', (chunk: string) => {
-            answeredAfterMs ||= performance.now() - opened;
-            received += chunk;
-          });
-          socket.on('error', () => {}); // a write after the server closed: 'close' follows
-          socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n`);
-          const drip = 'x-slow: '.repeat(20);
-          let sent = 0;
-          const timer = setInterval(() => {
-            if (sent < drip.length) socket.write(drip[sent++]!);
-          }, 1_500);
-          socket.on('close', () => {
-            clearInterval(timer);
-            resolve({ received, answeredAfterMs, closedAfterMs: performance.now() - opened });
-          });
-        },
+      const outcome = await dripping(
+        port,
+        `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n`,
+        'x-slow: '.repeat(20),
+        1_500,
       );
-      expect(outcome.received).toMatch(/^HTTP\/1\.1 408 /);
-      expect(JSON.parse(outcome.received.slice(outcome.received.indexOf('\r\n\r\n') + 4))).toEqual({
+      expect(outcome.status).toBe(408);
+      expect(outcome.body).toEqual({
         error: 'request_timeout',
         message: `The request (headers and body) did not arrive within ${REQUEST_RECEIVE_TIMEOUT_MS / 1000} s`,
       });

@@ -1,6 +1,7 @@
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, test } from 'vitest';
 import { REQUEST_RECEIVE_TIMEOUT_MS } from '../src/api/error-response.js';
+import { dripping, firstAnswer } from './support/dripping-client.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 
 /**
@@ -11,60 +12,6 @@ import { openServiceHarness, type Member, type ServiceHarness } from './support/
 let h: ServiceHarness;
 let member: Member;
 let port: number;
-
-/** What came back on one connection, and when (ms after it opened) it came and the server closed it. */
-interface Outcome {
-  status: number;
-  body: unknown;
-  answeredAfterMs: number;
-  closedAfterMs: number;
-}
-
-/** Parses the first HTTP answer in `text` (a Content-Length body, as every answer here has). */
-function firstAnswer(text: string): { status: number; body: unknown; rest: string } {
-  const headEnd = text.indexOf('\r\n\r\n');
-  if (headEnd < 0) return { status: 0, body: text, rest: '' };
-  const head = text.slice(0, headEnd);
-  const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
-  const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-  const raw = text.slice(headEnd + 4, headEnd + 4 + length);
-  let body: unknown = raw;
-  try {
-    body = JSON.parse(raw);
-  } catch {
-    // not JSON: the assertion shows the text
-  }
-  return { status, body, rest: text.slice(headEnd + 4 + length) };
-}
-
-/**
- * Sends `head` at once, then `drip` one byte every `everyMs` until the server closes the
- * connection (or everything was sent and the server answered).
- */
-function dripping(head: string, drip: string, everyMs: number): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const opened = performance.now();
-    const socket: Socket = connect(port, '127.0.0.1');
-    let received = '';
-    let answeredAfterMs = 0;
-    let sent = 0;
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => {
-      answeredAfterMs ||= performance.now() - opened;
-      received += chunk;
-    });
-    socket.on('error', () => {}); // a write after the server closed: 'close' follows
-    socket.write(head);
-    const timer = setInterval(() => {
-      if (sent < drip.length) socket.write(drip[sent++]!);
-    }, everyMs);
-    socket.on('close', () => {
-      clearInterval(timer);
-      const { status, body } = firstAnswer(received);
-      resolve({ status, body, answeredAfterMs, closedAfterMs: performance.now() - opened });
-    });
-  });
-}
 
 const HEALTH = JSON.stringify({ query: '{ health { status } }' });
 const POST = JSON.stringify({ type: 'post', content: 'dripped' });
@@ -94,12 +41,12 @@ describe('receiving a request', () => {
     `a body dripping a byte every 1.5 s is answered 408 and closed within ${REQUEST_RECEIVE_TIMEOUT_MS / 1000}-12 s, with or without a key, on /graphql and on POST /api/v1/posts; so are dripping headers`,
     async ({ expect }) => {
       const [graphqlKeyless, graphqlKeyed, postKeyless, postKeyed, slowHeaders] = await Promise.all([
-        dripping(headOf('/graphql', HEALTH), HEALTH, 1_500),
-        dripping(headOf('/graphql', HEALTH, member.key), HEALTH, 1_500),
-        dripping(headOf('/api/v1/posts', POST), POST, 1_500),
-        dripping(headOf('/api/v1/posts', POST, member.key), POST, 1_500),
+        dripping(port, headOf('/graphql', HEALTH), HEALTH, 1_500),
+        dripping(port, headOf('/graphql', HEALTH, member.key), HEALTH, 1_500),
+        dripping(port, headOf('/api/v1/posts', POST), POST, 1_500),
+        dripping(port, headOf('/api/v1/posts', POST, member.key), POST, 1_500),
         // Headers that never end: a header line one byte at a time.
-        dripping(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n`, 'x-slow: '.repeat(20), 1_500),
+        dripping(port, `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n`, 'x-slow: '.repeat(20), 1_500),
       ]);
       const inTime = (ms: number) => ms >= REQUEST_RECEIVE_TIMEOUT_MS - 500 && ms <= 12_500;
       for (const outcome of [graphqlKeyless, graphqlKeyed, postKeyed, slowHeaders]) {

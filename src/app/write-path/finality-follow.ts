@@ -65,8 +65,10 @@ export async function followFinality(
     confirmedBeforeMs: options.minAgeMs ?? FINALITY_MIN_AGE_MS,
     limit: options.batch ?? FINALITY_BATCH,
   };
-  const rows = await confirmedOutboxRows(deps.db, window);
-  const deposits = await confirmedDeposits(deps.db, window);
+  const [rows, deposits] = await Promise.all([
+    confirmedOutboxRows(deps.db, window),
+    confirmedDeposits(deps.db, window),
+  ]);
   const missingNow = new Set<string>();
   const none = { seen: 0, finalized: 0, missing: 0 };
   if (rows.length === 0 && deposits.length === 0)

@@ -4,6 +4,7 @@
  * src/app/reports/report-writers/ call these for every row.
  */
 
+import { NATIVE_DECIMALS } from '../money/native.js';
 import { zoneOffsetMs } from './zone-offset.js';
 
 /** The ledger's currencies, as stored (ledger_accounts.currency, ClickHouse ledger_legs.currency). */
@@ -17,7 +18,7 @@ export const NATIVE_SYMBOL = 'LFEED';
 export const USDC_SYMBOL = 'USDC';
 
 /** Decimal places of each currency's base unit: USDC 6 (micro-USD), the native token 9. */
-const DECIMALS: Record<LedgerCurrency, number> = { usdc: 6, native: 9 };
+const DECIMALS: Record<LedgerCurrency, number> = { usdc: 6, native: NATIVE_DECIMALS };
 
 /** The symbol a file prints in its `currency` column. */
 export function currencySymbol(currency: LedgerCurrency): string {

@@ -239,6 +239,25 @@ describe('balance.summary', () => {
     }
     expect(rows.find((r) => r.account === 'fee_pool')?.chain_closing ?? null).toBeNull();
   });
+
+  test('parquet: the rows and summary of the csv; row_count is the rows chdb reads back from the file', async () => {
+    const csv = await run({ type: 'balance.summary', intervalStart: midAt });
+    const { rowCount, bytes, summary } = await run({
+      type: 'balance.summary',
+      format: 'parquet',
+      intervalStart: midAt,
+    });
+    expect(rowCount).toBe(csv.rowCount);
+    expect(summary).toEqual(csv.summary);
+    const path = join(dir, 'balance-summary.parquet');
+    await writeFile(path, bytes);
+    const result = await h.env.app.clickhouse.client.query({
+      query: `SELECT count() AS n FROM file({path:String}, 'Parquet')`,
+      query_params: { path },
+      format: 'JSONEachRow',
+    });
+    expect(await result.json()).toEqual([{ n: String(rowCount) }]);
+  });
 });
 
 describe('ledger.itemized', () => {

@@ -106,7 +106,8 @@ export async function writeBalanceSummary(
       opening: formatUnits(opening, currency),
       closing: formatUnits(closing, currency),
     }));
-  // The summary is read in a first pass (few rows: one per account and currency) so Parquet gets it too.
+  // The summary is read in a first pass (few rows: one per account and currency) so Parquet gets it
+  // too; that pass also counts the file's rows.
   const all = REPORT_COLUMNS['balance.summary'];
   const rows: AsyncIterable<SummaryRow> = ch.streamRows<SummaryRow>({
     query: `${base.query} ${STREAM_SETTINGS}`,
@@ -114,7 +115,11 @@ export async function writeBalanceSummary(
     ...(signal ? { abort_signal: signal } : {}),
   });
   if (spec.format === 'parquet') {
-    for await (const row of rows) addTotals(totals, row);
+    let rowCount = 0;
+    for await (const row of rows) {
+      addTotals(totals, row);
+      rowCount += 1;
+    }
     const parquet: Record<string, string> = {
       account: 'x_account',
       account_kind: 'x_account_kind',
@@ -126,7 +131,13 @@ export async function writeBalanceSummary(
       parquet[name] = sqlUnits(`toInt64(x_${name})`, sqlDecimals('x_currency'));
     }
     return {
-      rowCount: await writeParquet(ch, out, base, parquetColumns(spec.columns, parquet), signal),
+      rowCount: await writeParquet(
+        ch,
+        out,
+        { ...base, rowCount },
+        parquetColumns(spec.columns, parquet),
+        signal,
+      ),
       summary: summaryOf(),
     };
   }

@@ -79,6 +79,8 @@ export async function writeParquet(
     slices?: readonly Record<string, unknown>[];
     /** Counts the base query's rows (one `n` column); default `SELECT count() FROM (<base>)`. */
     countQuery?: string;
+    /** The base query's rows when the caller has counted them already: no count query then. */
+    rowCount?: number;
   },
   columns: readonly ParquetColumn[],
   signal: AbortSignal | undefined,
@@ -94,6 +96,7 @@ export async function writeParquet(
   });
   for await (const chunk of chunks) await out.bytes(chunk);
   await out.flush();
+  if (base.rowCount !== undefined) return base.rowCount;
   const counted = clickhouse.streamRows<{ n: string }>({
     query: base.countQuery ?? `SELECT count() AS n FROM (${base.query})`,
     query_params: base.params,

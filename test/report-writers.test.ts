@@ -16,6 +16,7 @@ import { depositNative } from './support/deposit.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
 import { jsonLines, parseCsv } from './support/report-files.js';
+import { until } from './support/until.js';
 import {
   currencyOf,
   ledgerBalancesAt,
@@ -297,6 +298,39 @@ describe('ledger.itemized', () => {
     expect(parquet.bytes.subarray(0, 4).toString()).toBe('PAR1');
     expect(parquet.bytes.subarray(-4).toString()).toBe('PAR1');
   });
+
+  test.each(['UTC', 'Europe/Paris', 'America/Los_Angeles', 'Asia/Kolkata'])(
+    "the CSV (printed by ClickHouse) holds the JSON Lines' values, row by row, in %s",
+    async (timezone) => {
+      // A check that finds the transactions finalized: finalized_at is printed too.
+      await until(
+        'a check that finds a transaction finalized',
+        async () => {
+          await reconcileRound(h.env.app, { missingAfterMs: 600_000, finalizedRecheckMs: 0, limit: 1_000 });
+          return h.env.app.db
+            .selectFrom('chain_transactions')
+            .select('signature')
+            .where('reconciled_commitment', '=', 'finalized')
+            .executeTakeFirst();
+        },
+        (row) => row !== undefined,
+      );
+      const all = REPORT_COLUMNS['ledger.itemized'];
+      const columns = [...all].reverse().filter((c) => c !== 'kind');
+      const csv = await run({ type: 'ledger.itemized', intervalStart: midAt, timezone, columns });
+      const jsonl = await run({ type: 'ledger.itemized', format: 'jsonl', intervalStart: midAt, timezone });
+      const text = csv.bytes.toString('utf8');
+      expect(text.endsWith('\r\n')).toBe(true);
+      expect(text.split('\r\n')).toHaveLength(csv.rowCount + 2);
+      const records = parseCsv(text);
+      expect(records[0]).toEqual(columns);
+      const lines = jsonLines(jsonl.bytes);
+      expect(csv.rowCount).toBe(jsonl.rowCount);
+      expect(lines.length).toBeGreaterThan(5);
+      expect(lines.some((line) => line.finalized_at !== null)).toBe(true);
+      expect(records.slice(1)).toEqual(lines.map((line) => columns.map((c) => line[c] ?? '')));
+    },
+  );
 });
 
 describe('account.statement', () => {

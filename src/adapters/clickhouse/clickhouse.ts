@@ -65,7 +65,8 @@ export interface StreamQuery {
 }
 
 /** Output formats `streamBytes` is used with (checked on chdb 3.4 / ClickHouse 26.7). */
-export type StreamFormat = 'CSVWithNames' | 'TabSeparatedWithNames' | 'JSONEachRow' | 'Parquet';
+export type StreamFormat =
+  'CSVWithNames' | 'TabSeparatedWithNames' | 'TabSeparatedRaw' | 'JSONEachRow' | 'Parquet';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

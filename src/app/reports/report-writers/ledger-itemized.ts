@@ -2,6 +2,7 @@ import type { ReportSpec } from '../../../domain/reports/report-kinds.js';
 import { REPORT_COLUMNS } from '../../../domain/reports/report-kinds.js';
 import { historyTypeSql } from '../../../domain/reports/history-types.js';
 import {
+  csvRecord,
   currencySymbol,
   formatUnits,
   instantPrinter,
@@ -18,6 +19,8 @@ import {
   intervalParams,
   sqlDecimals,
   sqlSymbol,
+  sqlCsvCell,
+  sqlInstant,
   sqlUnits,
   writeParquet,
   parquetColumns,
@@ -165,6 +168,69 @@ function legsCountQuery(t: (name: string) => string): string {
 
 const orEmpty = (value: string): string | null => (value === '' ? null : value);
 
+/** Bytes of `\n` in a chunk. */
+function lineFeeds(chunk: Uint8Array): number {
+  let n = 0;
+  for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) n += 1;
+  return n;
+}
+
+/**
+ * ledger.itemized in CSV, each record printed by the engine (the cells as the JSON Lines writer
+ * prints them: the same times, amounts and quoting), so the bytes pass through JavaScript as they
+ * are, never parsed into an object per row: at 10M legs the JSON rows' garbage alone grew the
+ * process by ~150 MB between full collections (docs/benchmarks.md). One String column per row in
+ * TabSeparatedRaw (no escaping) ending in `\r`, which the format's `\n` makes CRLF. Only handles
+ * can come from a user, and a handle is `[a-z0-9_]` (profile-rules.ts): no cell holds a line feed,
+ * so the records are the chunks' line feeds.
+ */
+async function writeCsv(
+  deps: ReportWriterDeps,
+  spec: ReportSpec,
+  out: ReportSink,
+  baseQuery: string,
+  slices: readonly Record<string, string>[],
+  signal: AbortSignal | undefined,
+): Promise<WrittenReport> {
+  const cells: Record<string, string> = {
+    created_at: sqlInstant('x_created_at', spec.timezone),
+    movement_id: 'x_movement',
+    kind: 'x_kind',
+    type: 'x_type',
+    account: sqlCsvCell('x_account'),
+    account_kind: 'x_account_kind',
+    currency: sqlSymbol('x_currency', NATIVE_SYMBOL),
+    amount: sqlUnits('toInt64(x_amount)', sqlDecimals('x_currency')),
+    swap_tx: 'x_swap_tx',
+    status: 'x_status',
+    slot: 'x_slot',
+    finalized_at: `if(x_finalized_at = '', '', ${sqlInstant("toDateTime64(x_finalized_at, 3, 'UTC')", spec.timezone)})`,
+    related_post_id: 'x_related_post',
+    counterparty: sqlCsvCell('x_counterparty'),
+  };
+  const record = parquetColumns(spec.columns, cells)
+    .map((column) => column.sql)
+    .join(", ',', ");
+  const query = `SELECT concat(${record}, '\\r') FROM (${baseQuery})
+                 ${STREAM_SETTINGS}, max_bytes_before_external_sort = 100000000`;
+  await out.text(csvRecord(spec.columns));
+  let rowCount = 0;
+  for (const slice of slices) {
+    const chunks = deps.clickhouse.streamBytes({
+      query,
+      query_params: slice,
+      format: 'TabSeparatedRaw',
+      ...(signal ? { abort_signal: signal } : {}),
+    });
+    for await (const chunk of chunks) {
+      rowCount += lineFeeds(chunk);
+      await out.bytes(chunk);
+    }
+  }
+  await out.flush();
+  return { rowCount, summary: null };
+}
+
 /** ledger.itemized in csv, jsonl or parquet. */
 export async function writeLedgerItemized(
   deps: ReportWriterDeps,
@@ -207,9 +273,6 @@ export async function writeLedgerItemized(
   }
   if (spec.format !== 'csv' && spec.format !== 'jsonl')
     throw new Error(`ledger.itemized has no ${spec.format} format`);
-  const printer = rowPrinter(spec.format, spec.columns);
-  const pick = columnPicker(REPORT_COLUMNS['ledger.itemized'], spec.columns);
-  const printTime = instantPrinter(spec.timezone);
   // Text formats read slices bounded by leg count (the 6-hour slices' legs grow with the volume).
   const buckets: { b: string; n: string }[] = [];
   for await (const row of ch.streamRows<{ b: string; n: string }>({
@@ -225,6 +288,10 @@ export async function writeLedgerItemized(
     buckets,
     LEDGER_SLICE_LEGS,
   );
+  if (spec.format === 'csv') return writeCsv(deps, spec, out, base.query, textSlices, signal);
+  const printer = rowPrinter(spec.format, spec.columns);
+  const pick = columnPicker(REPORT_COLUMNS['ledger.itemized'], spec.columns);
+  const printTime = instantPrinter(spec.timezone);
   await out.text(printer.header());
   let rowCount = 0;
   for (const slice of textSlices) {

@@ -57,6 +57,26 @@ export function sqlUnits(expr: string, decimalsExpr: string): string {
                  leftPad(toString(abs(${expr}) % toInt64(exp10(${decimalsExpr}))), ${decimalsExpr}, '0'))`;
 }
 
+/**
+ * ClickHouse text of a DateTime64(3) `expr` as instantPrinter(timezone) prints it: ISO 8601 with
+ * milliseconds, `Z` in UTC, else the offset in force then (`+01:00`), the zone read from the
+ * `{tz:String}` parameter. The offset comes from the engine's time zone data, as the Parquet
+ * files' times do.
+ */
+export function sqlInstant(expr: string, timezone: string): string {
+  const local = `formatDateTime(${expr}, '%Y-%m-%dT%H:%i:%S', {tz:String})`;
+  const ms = `leftPad(toString(toUnixTimestamp64Milli(${expr}) % 1000), 3, '0')`;
+  if (timezone === 'UTC' || timezone === 'Etc/UTC') return `concat(${local}, '.', ${ms}, 'Z')`;
+  const offset = `timeZoneOffset(toTimeZone(${expr}, {tz:String}))`;
+  return `concat(${local}, '.', ${ms}, if(${offset} < 0, '-', '+'),
+                 leftPad(toString(intDiv(abs(${offset}), 3600)), 2, '0'), ':',
+                 leftPad(toString(intDiv(abs(${offset}) % 3600, 60)), 2, '0'))`;
+}
+
+/** ClickHouse text of a String `expr` as one CSV cell (csvCell: quoted when it holds `",\r\n`). */
+export const sqlCsvCell = (expr: string) =>
+  `if(match(${expr}, '[",\\r\\n]'), concat('"', replaceAll(${expr}, '"', '""'), '"'), ${expr})`;
+
 /** The decimal places of a ledger currency column (`usdc` 6, `native` 9). */
 export const sqlDecimals = (currencyExpr: string) => `if(${currencyExpr} = 'native', 9, 6)`;
 /** The printed currency of a ledger currency column (see currencySymbol). */

@@ -1,8 +1,10 @@
-import { createReadStream } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable, type Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import {
   createClient,
   EXCEPTION_TAG_HEADER_NAME,
@@ -53,7 +55,33 @@ export interface ClickHouse {
   streamBytes(
     query: StreamQuery & { format: StreamFormat; parts?: readonly StreamQuery[] },
   ): AsyncIterable<Uint8Array>;
+  /**
+   * A Parquet file of rows this process computes (in no table), with bounded memory in this
+   * process: the rows go to the engine as JSON Lines while `rows.write` writes them, then the
+   * engine writes the Parquet file of `SELECT <projection>` over them, in the order written, and
+   * its bytes are yielded chunk by chunk as in `streamBytes`. On chdb through a temporary file
+   * (chdbParquetOfRows), over HTTP through a session's temporary table (httpParquetOfRows).
+   */
+  streamParquetOfRows(query: RowsParquetQuery): AsyncIterable<Uint8Array>;
   close(): Promise<void>;
+}
+
+/** See `ClickHouse.streamParquetOfRows`. */
+export interface RowsParquetQuery {
+  rows: {
+    /** The rows' columns and types, as ClickHouse's structure (`a String, b Nullable(UUID)`). */
+    structure: string;
+    /**
+     * Writes every row as one JSONEachRow line into `input`, awaiting its backpressure (a
+     * ReportSink over it does), and resolves when all are written; the adapter ends `input`.
+     */
+    write(input: Writable): Promise<void>;
+  };
+  /** The file's columns: a SELECT list over the rows' columns (`{name:Type}` parameters allowed). */
+  projection: string;
+  query_params?: Record<string, unknown>;
+  /** Cancels the write and the read (the iteration then throws). */
+  abort_signal?: AbortSignal;
 }
 
 /** A streamed SELECT: SQL without FORMAT, `{name:Type}` parameters as in `client.query`. */
@@ -107,6 +135,8 @@ export function createClickHouse(target: ClickHouseTarget, database: string): Cl
       target.kind === 'http' ? httpRows<T>(client, query) : chdbRows<T>(target.path, query),
     streamBytes: (query) =>
       target.kind === 'http' ? httpBytes(client, query) : chdbBytes(target.path, query),
+    streamParquetOfRows: (query) =>
+      target.kind === 'http' ? httpParquetOfRows(client, query) : chdbParquetOfRows(target.path, query),
     close: () => client.close(),
   };
 }
@@ -253,6 +283,100 @@ async function* chdbParquet(
   }
 }
 
+/** The settings of a Parquet SELECT over rows read from a JSON Lines file (chdb) or table (HTTP). */
+const ROWS_PARQUET_SETTINGS = `${STREAM_SETTINGS}, output_format_parquet_string_as_string = 1`;
+
+/**
+ * streamParquetOfRows on chdb: the rows are written to a JSON Lines file in a fresh temporary
+ * folder (the writer waits for the file stream's 'drain', so they never gather in memory), which
+ * chdbParquet then has the engine turn into the Parquet file, reading the JSON Lines in order with
+ * one thread, read() and no parallel parsing (the settings of its Native parts, see there). The
+ * folder goes in a finally: after the file was read, and when the write, the conversion or the
+ * read fails or is aborted.
+ */
+async function* chdbParquetOfRows(path: string, query: RowsParquetQuery): AsyncGenerator<Uint8Array> {
+  const dir = await mkdtemp(join(tmpdir(), 'ledgerfeed-parquet-rows-'));
+  try {
+    const file = join(dir, 'rows.jsonl');
+    const input = createWriteStream(file);
+    try {
+      await query.rows.write(input);
+      input.end();
+      await finished(input);
+    } finally {
+      input.destroy();
+    }
+    query.abort_signal?.throwIfAborted();
+    yield* chdbParquet(path, {
+      query: `SELECT ${query.projection}
+                FROM file({__rows_file:String}, 'JSONEachRow', {__rows_structure:String})
+              ${ROWS_PARQUET_SETTINGS}, input_format_parallel_parsing = 0, storage_file_read_method = 'read'`,
+      query_params: { ...query.query_params, __rows_file: file, __rows_structure: query.rows.structure },
+      ...(query.abort_signal ? { abort_signal: query.abort_signal } : {}),
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * streamParquetOfRows over HTTP (a ClickHouse server; NOT exercised by the tests here, which run
+ * on chdb: see docs/reports.md). `file()` would be the server's disk, so the rows go into a
+ * temporary Memory table of a session of our own, streamed as the body of one INSERT while
+ * `rows.write` writes them (a PassThrough: the writer waits for the socket), and the Parquet is
+ * the server's `SELECT ... FORMAT Parquet` body, streamed as in httpBytes. The rows are held by
+ * the server (its memory, not this process's) until the session drops the table; a session is
+ * one server's, so CLICKHOUSE_URL must not balance a session's requests over several servers.
+ */
+async function* httpParquetOfRows(
+  client: ClickHouseClient,
+  query: RowsParquetQuery,
+): AsyncGenerator<Uint8Array> {
+  const session_id = `ledgerfeed-rows-${randomUUID()}`;
+  const abort = query.abort_signal ? { abort_signal: query.abort_signal } : {};
+  await client.command({
+    query: `CREATE TEMPORARY TABLE rows_input (${query.rows.structure}) ENGINE = Memory`,
+    session_id,
+    ...abort,
+  });
+  try {
+    const input = new PassThrough();
+    const inserted = client
+      .exec({ query: 'INSERT INTO rows_input FORMAT JSONEachRow', values: input, session_id, ...abort })
+      .then(async (result) => {
+        result.stream.resume();
+        await finished(result.stream);
+      });
+    // A server that answers (fails) before the body ends stops reading it: the writer's wait for
+    // 'drain' then ends with the stream's 'close' instead of hanging.
+    inserted.catch((error: unknown) =>
+      input.destroy(error instanceof Error ? error : new Error(String(error))),
+    );
+    try {
+      await query.rows.write(input);
+      input.end();
+    } catch (error) {
+      input.destroy();
+      await inserted.catch(() => undefined);
+      throw error;
+    }
+    await inserted;
+    yield* httpBytes(client, {
+      query: `SELECT ${query.projection} FROM rows_input ${ROWS_PARQUET_SETTINGS}`,
+      query_params: query.query_params ?? {},
+      format: 'Parquet',
+      session_id,
+      ...abort,
+    });
+  } finally {
+    // Best effort: the session's table also goes when the session expires (a read cut off
+    // midway may still hold the session for a moment, which refuses this statement).
+    await client
+      .command({ query: 'DROP TEMPORARY TABLE IF EXISTS rows_input', session_id })
+      .catch(() => undefined);
+  }
+}
+
 /**
  * A JSONEachRow chunk from chdb: whole rows, one per line. Each line is decoded on its own (a
  * newline byte is never part of a multi-byte UTF-8 character): decoding the whole chunk made one
@@ -279,7 +403,7 @@ async function* httpRows<T>(client: ClickHouseClient, query: StreamQuery): Async
 
 async function* httpBytes(
   client: ClickHouseClient,
-  query: StreamQuery & { format: StreamFormat },
+  query: StreamQuery & { format: StreamFormat; session_id?: string },
 ): AsyncGenerator<Uint8Array> {
   const { format, ...rest } = query;
   const result = await client.exec({ ...rest, query: `${query.query}\nFORMAT ${format}` });

@@ -3,6 +3,7 @@ export {
   STREAM_SETTINGS,
   type ClickHouse,
   type ClickHouseTarget,
+  type RowsParquetQuery,
   type StreamFormat,
   type StreamQuery,
 } from './clickhouse.js';

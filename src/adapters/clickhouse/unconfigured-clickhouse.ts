@@ -31,6 +31,7 @@ export function unconfiguredClickHouse(database: string): ClickHouse {
     insertTabSeparated: () => Promise.reject(refusal()),
     streamRows: () => refusedStream(refusal),
     streamBytes: () => refusedStream(refusal),
+    streamParquetOfRows: () => refusedStream(refusal),
     close: () => Promise.resolve(),
   };
 }

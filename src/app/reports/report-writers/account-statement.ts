@@ -24,9 +24,8 @@ import {
 import { cointrackerRows, koinlyRows, type StatementLine } from '../../../domain/reports/statement-rows.js';
 import { STREAM_SETTINGS } from '../../../adapters/clickhouse/index.js';
 import type { ReportWriterDeps, WrittenReport } from '../write-report.js';
-import { Writable } from 'node:stream';
 import { columnPicker, ReportSink, rowPrinter } from './report-sink.js';
-import { intervalParams, writeParquet } from './report-query.js';
+import { intervalParams, writeParquetOfRows } from './report-query.js';
 
 /** Movements whose history rows are read from Postgres at once. */
 const BATCH = 500;
@@ -229,9 +228,10 @@ const PARQUET_TYPES: Record<string, string> = {
 };
 
 /**
- * A statement as Parquet: the JSON Lines statement (one account's, so held in memory: the only
- * file not streamed end to end) handed to ClickHouse as `format(JSONEachRow, ...)` data, which
- * writes the Parquet file. Times go as UTC text and come out as timestamps in the run's timezone.
+ * A statement as Parquet: the balance runs in JavaScript, so the statement is written as JSON Lines
+ * (times as UTC text) and ClickHouse turns those into the Parquet file (writeParquetOfRows: on chdb
+ * through a temporary file, with backpressure, so nothing holds the statement whole). Times come
+ * out as timestamps in the run's timezone; the other columns as PARQUET_TYPES says, else strings.
  */
 async function writeStatementParquet(
   deps: ReportWriterDeps,
@@ -239,33 +239,30 @@ async function writeStatementParquet(
   out: ReportSink,
   signal: AbortSignal | undefined,
 ): Promise<WrittenReport> {
-  const chunks: Buffer[] = [];
-  const collector = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      chunks.push(chunk);
-      done();
-    },
-  });
-  const written = await writeAccountStatement(
-    deps,
-    { ...spec, format: 'jsonl', timezone: 'UTC' },
-    new ReportSink(collector, signal),
-    signal,
-  );
+  let written: WrittenReport | undefined;
   const structure = spec.columns.map((name) => `${name} ${PARQUET_TYPES[name] ?? 'String'}`).join(', ');
   const columns = spec.columns.map((name) => ({
     name,
     sql: name === 'created_at' ? 'toTimeZone(created_at, {tz:String})' : `\`${name}\``,
   }));
-  const rowCount = await writeParquet(
+  await writeParquetOfRows(
     deps.clickhouse,
     out,
     {
-      query: 'SELECT * FROM format(JSONEachRow, {structure:String}, {data:String})',
-      params: { tz: spec.timezone, structure, data: Buffer.concat(chunks).toString('utf8') },
+      structure,
+      write: async (input) => {
+        written = await writeAccountStatement(
+          deps,
+          { ...spec, format: 'jsonl', timezone: 'UTC' },
+          new ReportSink(input, signal),
+          signal,
+        );
+      },
     },
+    { tz: spec.timezone },
     columns,
     signal,
   );
-  return { rowCount, summary: written.summary };
+  if (!written) throw new Error('the statement was not written');
+  return written;
 }

@@ -1,4 +1,8 @@
-import { STREAM_SETTINGS, type ClickHouse } from '../../../adapters/clickhouse/index.js';
+import {
+  STREAM_SETTINGS,
+  type ClickHouse,
+  type RowsParquetQuery,
+} from '../../../adapters/clickhouse/index.js';
 import type { ReportSpec } from '../../../domain/reports/report-kinds.js';
 import { utcDay, utcDaySpan } from '../../../domain/reports/report-format.js';
 import type { ReportSink } from './report-sink.js';
@@ -105,8 +109,7 @@ export async function writeParquet(
   columns: readonly ParquetColumn[],
   signal: AbortSignal | undefined,
 ): Promise<number> {
-  const projection = columns.map((c) => `${c.sql} AS \`${c.name}\``).join(',\n       ');
-  const select = `SELECT ${projection} FROM (${base.query}) ${STREAM_SETTINGS}, output_format_parquet_string_as_string = 1`;
+  const select = `SELECT ${parquetProjection(columns)} FROM (${base.query}) ${STREAM_SETTINGS}, output_format_parquet_string_as_string = 1`;
   const chunks = clickhouse.streamBytes({
     query: select,
     query_params: base.params,
@@ -124,4 +127,32 @@ export async function writeParquet(
   });
   for await (const row of counted) return Number(row.n);
   return 0;
+}
+
+/** The SELECT list of a Parquet file's columns. */
+function parquetProjection(columns: readonly ParquetColumn[]): string {
+  return columns.map((c) => `${c.sql} AS \`${c.name}\``).join(',\n       ');
+}
+
+/**
+ * Streams a Parquet file of rows computed in JavaScript into the sink, with bounded memory:
+ * `rows.write` writes them as JSON Lines, which ClickHouse turns into the file's `columns` (see
+ * ClickHouse.streamParquetOfRows; on chdb through a temporary file). The caller counts the rows.
+ */
+export async function writeParquetOfRows(
+  clickhouse: ClickHouse,
+  out: ReportSink,
+  rows: RowsParquetQuery['rows'],
+  params: Record<string, unknown>,
+  columns: readonly ParquetColumn[],
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const chunks = clickhouse.streamParquetOfRows({
+    rows,
+    projection: parquetProjection(columns),
+    query_params: params,
+    ...(signal ? { abort_signal: signal } : {}),
+  });
+  for await (const chunk of chunks) await out.bytes(chunk);
+  await out.flush();
 }

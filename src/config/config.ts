@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { envSchema, type Env } from './env.schema.js';
+import { crossCheckEnv, envSchema, type Env } from './env.schema.js';
 
 export type Config = Readonly<
   Env & {
@@ -17,7 +17,7 @@ export class ConfigError extends Error {
  * what it expected, rather than later as a confusing connection error.
  */
 export function loadConfig(env: Readonly<Record<string, string | undefined>>): Config {
-  const parsed = envSchema.safeParse(env);
+  const parsed = envSchema.superRefine(crossCheckEnv).safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => {
       const name = issue.path.join('.');

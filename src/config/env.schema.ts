@@ -91,6 +91,44 @@ export const envSchema = z.object({
       message: 'expected one of fatal, error, warn, info, debug, trace, silent',
     })
     .default('info'),
+  /**
+   * The bucket report files are written to (src/adapters/files/s3-report-store.ts). Unset: a folder,
+   * DATA_DIR/reports. Every worker and API process of a deployment must name the same store.
+   */
+  REPORT_S3_BUCKET: optional(
+    z
+      .string()
+      .trim()
+      .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, {
+        message: 'expected a bucket name: 3-63 lowercase letters, digits, dots or hyphens',
+      }),
+  ),
+  /**
+   * An S3-compatible service's URL (MinIO, Cloudflare R2, Ceph, ...), addressed path-style
+   * (`<endpoint>/<bucket>/<key>`). Unset: AWS S3.
+   */
+  REPORT_S3_ENDPOINT: optional(url(['http:', 'https:'])),
+  /** The bucket's region, as requests are signed for it. @defaultValue us-east-1 */
+  REPORT_S3_REGION: z
+    .string()
+    .trim()
+    .regex(/^[a-z0-9-]{1,32}$/, { message: 'expected a region such as us-east-1 (or auto)' })
+    .default('us-east-1'),
+  /** Put before every report file's key in the bucket, e.g. `ledgerfeed/reports/`. @defaultValue '' */
+  REPORT_S3_PREFIX: z
+    .string()
+    .trim()
+    .regex(/^(?:[A-Za-z0-9!_.*'()-]+\/)*$/, {
+      message: "expected empty, or folder names each ending with / (letters, digits, !_.*'()-)",
+    })
+    .default(''),
+  /**
+   * The bucket's access key id, with REPORT_S3_SECRET_ACCESS_KEY. Unset (both): the AWS SDK's
+   * default chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, an instance or task role).
+   */
+  REPORT_S3_ACCESS_KEY_ID: optional(z.string().trim().min(1)),
+  /** The secret of REPORT_S3_ACCESS_KEY_ID. */
+  REPORT_S3_SECRET_ACCESS_KEY: optional(z.string().trim().min(1)),
   /** Unset: embedded Postgres under DATA_DIR/postgres. */
   DATABASE_URL: optional(url(['postgres:', 'postgresql:'])),
   /** Unset: 127.0.0.1:6379 if it answers, else redis-server from PATH on a free port. */
@@ -271,3 +309,23 @@ export const envSchema = z.object({
 });
 
 export type Env = z.infer<typeof envSchema>;
+
+/**
+ * What no one variable can say: half a key pair, or S3 settings without a bucket, is a mistake to
+ * stop at rather than to guess past (src/config/config.ts runs it after the schema).
+ */
+export function crossCheckEnv(env: Env, ctx: z.RefinementCtx): void {
+  const keyId = env.REPORT_S3_ACCESS_KEY_ID !== undefined;
+  if (keyId !== (env.REPORT_S3_SECRET_ACCESS_KEY !== undefined)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [keyId ? 'REPORT_S3_SECRET_ACCESS_KEY' : 'REPORT_S3_ACCESS_KEY_ID'],
+      message: 'expected with its pair: REPORT_S3_ACCESS_KEY_ID and REPORT_S3_SECRET_ACCESS_KEY, or neither',
+    });
+  }
+  if (env.REPORT_S3_BUCKET === undefined) {
+    for (const name of ['REPORT_S3_ENDPOINT', 'REPORT_S3_ACCESS_KEY_ID', 'REPORT_S3_PREFIX'] as const) {
+      if (env[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'set without REPORT_S3_BUCKET' });
+    }
+  }
+}

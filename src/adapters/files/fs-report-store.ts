@@ -1,32 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { link, mkdir, open, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-
-export interface FsReportStore {
-  write<T>(
-    key: string,
-    produce: (sink: Writable) => Promise<T>,
-  ): Promise<{ result: T; bytes: number; sha256: string }>;
-  open(key: string): Promise<{ stream: Readable; bytes: number } | undefined>;
-}
-
-/** A key is one file name of ours (`<run id>.<ext>`): no folders, no dot files. */
-const KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
-/** Counts and hashes the bytes that pass through it, unchanged. */
-class HashingCounter extends Transform {
-  readonly hash = createHash('sha256');
-  bytes = 0;
-  override _transform(chunk: Buffer | string, encoding: BufferEncoding, done: TransformCallback): void {
-    const buffer = typeof chunk === 'string' ? Buffer.from(chunk, encoding) : chunk;
-    this.hash.update(buffer);
-    this.bytes += buffer.length;
-    done(null, buffer);
-  }
-}
+import { checkReportFileKey, hashStream, HashingCounter, type ReportFileStore } from './report-file.js';
 
 /**
  * Report files in a folder (`DATA_DIR/reports` by default). A file is written to `.partial/` under
@@ -38,10 +16,10 @@ class HashingCounter extends Transform {
  * It has the shape of src/app/reports/report-store.ts's ReportStore (adapters do not import app/:
  * the wiring passes it as one).
  */
-export function createFsReportStore(folder: string): FsReportStore {
+export function createFsReportStore(folder: string): ReportFileStore {
   const partialDir = path.join(folder, '.partial');
   const fileOf = (key: string) => {
-    if (!KEY.test(key)) throw new Error(`report store: ${JSON.stringify(key)} is not a file key`);
+    checkReportFileKey(key);
     return path.join(folder, key);
   };
 
@@ -52,14 +30,6 @@ export function createFsReportStore(folder: string): FsReportStore {
     } finally {
       await handle.close();
     }
-  }
-
-  async function hashFile(file: string): Promise<{ bytes: number; sha256: string }> {
-    const counter = new HashingCounter();
-    await pipeline(createReadStream(file), counter, async (source: AsyncIterable<Buffer>) => {
-      for await (const chunk of source) void chunk; // drain: the counter has seen it
-    });
-    return { bytes: counter.bytes, sha256: counter.hash.digest('hex') };
   }
 
   return {
@@ -88,7 +58,7 @@ export function createFsReportStore(folder: string): FsReportStore {
         await unlink(partial).catch(() => {});
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
         // An earlier attempt of the same run finished the file: it stays, as it is.
-        return { result, ...(await hashFile(final)) };
+        return { result, ...(await hashStream(createReadStream(final))) };
       }
       await unlink(partial);
       await fsyncDir(folder);

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import {
@@ -16,8 +15,7 @@ import { createRedis } from '../adapters/redis/index.js';
 import { createLiveEvents } from '../adapters/redis/live-events.js';
 import { createPaymentsQueue } from '../adapters/redis/payments-queue.js';
 import { createReportsQueue, REPORTS_QUEUE } from '../adapters/redis/reports-queue.js';
-import { createFsReportStore } from '../adapters/files/fs-report-store.js';
-import { createS3Client, createS3ReportStore } from '../adapters/files/s3-report-store.js';
+import { configuredReportStore } from './reports/configured-report-store.js';
 import { queueJobCounter } from '../adapters/redis/queue-counts.js';
 import { createRateLimiter } from '../adapters/redis/rate-limiter.js';
 import { pingSolana } from '../adapters/solana/index.js';
@@ -32,7 +30,6 @@ import { createHealthCheck } from './health-check.js';
 import { httpExposureOf } from './http-exposure.js';
 import { cachedApiKeyStore, signallingAccountStore, signallingFollowStore } from './identity-stores.js';
 import { publicRpcUrlOf } from './public-rpc-url.js';
-import type { ReportStore } from './reports/report-store.js';
 import type { ServiceEndpoints } from './service-endpoints.js';
 import { sealStoredWebhookSecrets } from './webhooks/seal-stored-secrets.js';
 import { createCoreServices, resolveMasterKey, type CoreServices } from './wiring-core.js';
@@ -148,24 +145,8 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
   const creatorFundJobs = queueJobCounter(redis, config.REDIS_PREFIX, CREATOR_FUND_QUEUE);
   const reportsQueue = createReportsQueue(stack.redis.url, config.REDIS_PREFIX);
   // Report files: a folder under DATA_DIR, or an S3-compatible bucket when one is configured.
-  const reportBucket = config.REPORT_S3_BUCKET;
-  const reportS3 = reportBucket
-    ? createS3Client({
-        region: config.REPORT_S3_REGION,
-        endpoint: config.REPORT_S3_ENDPOINT,
-        credentials:
-          config.REPORT_S3_ACCESS_KEY_ID && config.REPORT_S3_SECRET_ACCESS_KEY
-            ? {
-                accessKeyId: config.REPORT_S3_ACCESS_KEY_ID,
-                secretAccessKey: config.REPORT_S3_SECRET_ACCESS_KEY,
-              }
-            : undefined,
-      })
-    : undefined;
-  const reportStore: ReportStore =
-    reportBucket && reportS3
-      ? createS3ReportStore({ client: reportS3, bucket: reportBucket, prefix: config.REPORT_S3_PREFIX })
-      : createFsReportStore(path.join(config.dataDir, 'reports'));
+  const reports = configuredReportStore(config);
+  const reportStore = reports.store;
   metrics.watchQueue('payments', () => payments.queue.getJobCounts(...QUEUE_STATES));
   metrics.watchQueue(CREATOR_FUND_QUEUE, () => creatorFundJobs.counts(QUEUE_STATES));
   metrics.watchQueue(REPORTS_QUEUE, () => reportsQueue.queue.getJobCounts(...QUEUE_STATES));
@@ -247,7 +228,7 @@ export function openApp(config: Config, logger: Logger, stack: ServiceEndpoints)
       await changes.close();
       await liveEvents.close();
       await Promise.allSettled([db.destroy(), readDb.destroy(), redis.quit(), clickhouse.close()]);
-      reportS3?.destroy();
+      await reports.close();
     },
   };
 }

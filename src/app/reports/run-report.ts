@@ -132,11 +132,17 @@ const RETRYABLE_CODES = new Set([
   'ENOTFOUND',
 ]);
 
-/** A failure worth trying again: a store that could not be reached (ClickHouse or Postgres down). */
+/**
+ * A failure worth trying again: a store that could not be reached (ClickHouse or Postgres down),
+ * or a report bucket that answered 5xx or 429 (an S3 SlowDown or InternalError after the SDK's own
+ * retries: the AWS SDK puts the status in `$metadata`).
+ */
 export function isRetryableReportError(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code && RETRYABLE_CODES.has(code)) return true;
+    const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+    if (status !== undefined && (status >= 500 || status === 429)) return true;
     if (e instanceof AppError && (e.code === 'unavailable' || e.code === 'analytics_unavailable'))
       return true;
     if (/socket hang up|timeout|connect ECONNREFUSED|Connection terminated/i.test(e.message)) return true;

@@ -55,6 +55,8 @@ describe('ClickHouse migrations', () => {
       'chain_transactions',
       'creator_earnings',
       'creator_earnings_mv',
+      'creator_posts',
+      'creator_posts_mv',
       'domain_events',
       'ledger_legs',
       'post_engagement',

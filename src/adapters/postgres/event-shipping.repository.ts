@@ -39,6 +39,10 @@ export const SHIPPED_COLUMNS: Record<ShipStream, readonly string[]> = {
     'swap_tx',
     'related_post_id',
     'counterparty_id',
+    // Since schema/clickhouse/0005: the paid engagement a leg belongs to (creator analytics).
+    'engagement',
+    'engaged_post_id',
+    'payer_id',
   ],
 };
 
@@ -158,7 +162,10 @@ const HISTORY_TYPE_SQL = sql.raw(historyTypeSql('m.kind', 'l.amount'));
  * Legs with what the reports print of them (schema/clickhouse/0004): the history type, the
  * movement's chain signature (a reversal: its reversed movement's; a deposit: its transfer's), the
  * post it paid for (a repost: the reposted post) and a send's other party from the leg's account's
- * side. Each look-up is by movement id (unique or indexed on every table joined).
+ * side. And the paid engagement the movement (a reversal: the reversed one) was
+ * (schema/clickhouse/0005): 'reply', 'quote' or 'repost' ('' otherwise), the post engaged with
+ * (a reply's parent, the quoted post, the reposted post: not the new post) and who paid for it.
+ * Each look-up is by movement id (unique or indexed on every table joined).
  */
 function nextLegs(trx: Tx, cursor: ShipperCursor, limit: number): Promise<StreamBatch> {
   return nextBatch(
@@ -171,7 +178,12 @@ function nextLegs(trx: Tx, cursor: ShipperCursor, limit: number): Promise<Stream
                              THEN substr(coalesce(r.idempotency_key, m.idempotency_key), 9) END, '') AS swap_tx,
                coalesce(p.id, rp.post_id) AS related_post_id,
                CASE WHEN a.account_id = s.sender_id THEN s.recipient_id
-                    WHEN a.account_id = s.recipient_id THEN s.sender_id END AS counterparty_id
+                    WHEN a.account_id = s.recipient_id THEN s.sender_id END AS counterparty_id,
+               CASE WHEN rp.id IS NOT NULL THEN 'repost'
+                    WHEN p.type IN ('reply', 'quote') THEN p.type ELSE '' END AS engagement,
+               coalesce(p.parent_id, p.quoted_post_id, rp.post_id) AS engaged_post_id,
+               CASE WHEN rp.id IS NOT NULL THEN rp.reposter_id
+                    WHEN p.type IN ('reply', 'quote') THEN p.author_id END AS payer_id
           FROM ledger_legs l
           JOIN ledger_movements m ON m.id = l.movement_id
           JOIN ledger_accounts a ON a.id = l.ledger_account_id
@@ -188,7 +200,8 @@ function nextLegs(trx: Tx, cursor: ShipperCursor, limit: number): Promise<Stream
     sql`concat_ws(E'\t', id::text, movement_id::text, movement_kind, account_kind,
                   coalesce(account_id::text, '\\N'), amount::text, counts, ${chTime(sql`created_at`)},
                   currency, history_type, ${tsv(sql`swap_tx`)}, coalesce(related_post_id::text, '\\N'),
-                  coalesce(counterparty_id::text, '\\N'))`,
+                  coalesce(counterparty_id::text, '\\N'), engagement,
+                  coalesce(engaged_post_id::text, '\\N'), coalesce(payer_id::text, '\\N'))`,
   );
 }
 

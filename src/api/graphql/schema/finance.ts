@@ -6,12 +6,9 @@ import {
   reconciliationSummary,
   type ChainTransactionView,
   type DaySummary,
-  type EarningsPoint,
   type PaymentStateCounts,
-  type PostStats,
   type ReconciliationRow,
 } from '../../../app/analytics/analytics-reads.js';
-import { earningsFor, postStatsFor } from '../../../app/analytics/guarded-analytics.js';
 import { AppError } from '../../../domain/errors.js';
 import {
   RECONCILIATION_STATUSES,
@@ -21,8 +18,8 @@ import { builder } from '../builder.js';
 
 /*
  * Finance (role finance or admin, through a `read` key): daily ledger-vs-chain totals, the
- * exception list and one transaction's drill-down. Creators: their own earnings over time and
- * their posts' engagement (finance and admin may read anyone's). Served from ClickHouse
+ * exception list and one transaction's drill-down. Creators: their posts' engagement (finance and
+ * admin may read anyone's; their earnings: creator-analytics.ts). Served from ClickHouse
  * (src/app/indexer), except the payments by outbox state and the NOT_FINALIZED exceptions, read
  * from the outbox in Postgres (src/app/analytics/analytics-reads.ts says why).
  */
@@ -148,26 +145,6 @@ const ChainTransaction = builder.objectRef<ChainTransactionView>('ChainTransacti
   }),
 });
 
-const EarningsGranularity = builder.enumType('EarningsGranularity', {
-  values: { HOUR: { value: 'hour' }, DAY: { value: 'day' } } as const,
-});
-
-const EarningsBucket = builder.objectRef<EarningsPoint>('EarningsBucket').implement({
-  fields: (t) => ({
-    bucket: t.exposeString('bucket', { description: 'Start of the hour or day, UTC.' }),
-    amountUsdMicro: t.field({ type: 'MicroUsd', resolve: (p) => p.amountMicro }),
-  }),
-});
-
-const PostStatsRef = builder.objectRef<PostStats>('PostStats').implement({
-  fields: (t) => ({
-    likes: t.exposeInt('likes'),
-    replies: t.exposeInt('replies'),
-    quotes: t.exposeInt('quotes'),
-    reposts: t.exposeInt('reposts'),
-  }),
-});
-
 builder.queryFields((t) => ({
   reconciliationSummary: t.field({
     type: [ReconciliationDay],
@@ -218,31 +195,5 @@ builder.queryFields((t) => ({
     authScopes: FINANCE_READ,
     args: { signature: t.arg.string({ required: true }) },
     resolve: (_root, args, ctx) => chainTransaction(ctx.deps.clickhouse, args.signature),
-  }),
-  creatorEarnings: t.field({
-    type: [EarningsBucket],
-    description:
-      'Earnings (engagement shares, later fund payouts) per hour or day in [from, to). Own handle; finance/admin any.',
-    authScopes: { read: true },
-    args: {
-      handle: t.arg.string({ required: true }),
-      from: t.arg({ type: 'DateTime', required: true }),
-      to: t.arg({ type: 'DateTime', required: true }),
-      granularity: t.arg({ type: EarningsGranularity, required: true }),
-    },
-    resolve: (_root, args, ctx) =>
-      earningsFor(ctx.deps, ctx.viewer!, {
-        handle: args.handle,
-        from: new Date(args.from),
-        to: new Date(args.to),
-        granularity: args.granularity,
-      }),
-  }),
-  postStats: t.field({
-    type: PostStatsRef,
-    description: "A post's engagement from the analytics pipeline. Its author's; finance/admin any.",
-    authScopes: { read: true },
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, ctx) => postStatsFor(ctx.deps, ctx.viewer!, String(args.id)),
   }),
 }));

@@ -7,6 +7,7 @@ import './engagement.js';
 import './send.js';
 import './swap.js';
 import './finance.js';
+import './creator-analytics.js';
 import './creator-fund.js';
 import './dashboard.js';
 import './post.js';

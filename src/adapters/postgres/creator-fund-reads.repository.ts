@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from './db.js';
+import type { OutboxStatus } from '../../domain/ledger/payment-state.js';
 
 /**
  * The latest `limit` creator-fund epochs, newest first, each with its batches' outbox states:
@@ -56,5 +57,37 @@ export async function earnedLegTotals(
       JOIN chain_transactions ct ON ct.movement_id = l.movement_id
      WHERE la.account_id = ${accountId}::uuid AND l.counts = 'earned'
      GROUP BY la.currency`.execute(db);
+  return rows;
+}
+
+/**
+ * Account `accountId`'s payouts in the epochs starting at `epochStarts` (one row per epoch it was
+ * paid in; none for the others): its tokens and score (native base units and points, as text),
+ * the sum of every author's score in that epoch, and its batch's chain transaction (current
+ * signature and outbox state). By index: creator_fund_payouts_by_account (account_id,
+ * epoch_start) for the account's rows, the primary key (epoch_start, account_id) for each epoch's
+ * score total, and the batch and outbox rows by their keys.
+ */
+export async function fundShareRows(db: Db, accountId: string, epochStarts: readonly Date[]) {
+  if (epochStarts.length === 0) return [];
+  const { rows } = await sql<{
+    epoch_start: Date;
+    amount: string;
+    score: string;
+    epoch_score: string;
+    batch_index: number;
+    signature: string;
+    status: OutboxStatus;
+  }>`
+    SELECT p.epoch_start, p.amount::text AS amount, p.score::text AS score,
+           (SELECT sum(o.score) FROM creator_fund_payouts o WHERE o.epoch_start = p.epoch_start)::text AS epoch_score,
+           p.batch_index, ct.signature, ct.status
+      FROM creator_fund_payouts p
+      JOIN creator_fund_batches b ON b.epoch_start = p.epoch_start AND b.batch_index = p.batch_index
+      JOIN chain_transactions ct ON ct.id = b.chain_transaction_id
+     WHERE p.account_id = ${accountId}::uuid
+       AND p.epoch_start = ANY(${epochStarts.map((start) => start.toISOString())}::timestamptz[])`.execute(
+    db,
+  );
   return rows;
 }

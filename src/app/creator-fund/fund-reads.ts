@@ -1,6 +1,11 @@
-import { earnedLegTotals, epochSummaryRows } from '../../adapters/postgres/creator-fund-reads.repository.js';
+import {
+  earnedLegTotals,
+  epochSummaryRows,
+  fundShareRows,
+} from '../../adapters/postgres/creator-fund-reads.repository.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import { AppError } from '../../domain/errors.js';
+import { paymentStatusOf, type PaymentStatus } from '../../domain/ledger/payment-state.js';
 
 /** How an epoch stands: its plan's outcome and, once planned, its batches' outbox states. */
 export type EpochStatus = 'sending' | 'paid' | 'partly_failed' | 'no_engagement' | 'unfunded';
@@ -74,4 +79,50 @@ export async function accountEarnings(db: Db, accountId: string): Promise<Earnin
     fundSettled: BigInt(of('native')?.settled ?? '0'),
     fundPending: BigInt(of('native')?.pending ?? '0'),
   };
+}
+
+/** One author's share of one epoch: what it was paid, from what score, by which transaction. */
+export interface FundShare {
+  epochStart: Date;
+  /** Native base units paid to the author (planned; a failed batch was reversed: see `status`). */
+  amount: bigint;
+  /**
+   * The author's score: its engagers' weighted engagement, each engager capped
+   * (creator-fund-rules.ts scoreAuthors). The per-kind counts behind it are not recorded.
+   */
+  score: bigint;
+  /** Every paid author's score in the epoch summed: `amount` is about budget · score / epochScore. */
+  epochScore: bigint;
+  batchIndex: number;
+  /** The batch's current signature (its `swap_tx`, resolvable with GET /payments/{swap_tx}). */
+  swapTx: string;
+  /** The batch's outbox state, as every payment shows it. */
+  status: PaymentStatus;
+}
+
+/**
+ * `accountId`'s shares of the epochs starting at `epochStarts`, keyed by epoch start (ms): one
+ * statement for any number of epochs (GraphQL CreatorFundEpoch.myShare batches a page's epochs).
+ * An epoch the account was not paid in has no entry.
+ */
+export async function fundSharesOf(
+  db: Db,
+  accountId: string,
+  epochStarts: readonly Date[],
+): Promise<Map<number, FundShare>> {
+  const rows = await fundShareRows(db, accountId, epochStarts);
+  return new Map(
+    rows.map((row) => [
+      row.epoch_start.getTime(),
+      {
+        epochStart: row.epoch_start,
+        amount: BigInt(row.amount),
+        score: BigInt(row.score),
+        epochScore: BigInt(row.epoch_score),
+        batchIndex: row.batch_index,
+        swapTx: row.signature,
+        status: paymentStatusOf(row.status),
+      },
+    ]),
+  );
 }

@@ -20,7 +20,7 @@ const TransactionTypeEnum = builder.enumType('TransactionType', {
   } as const,
 });
 
-const TransactionStatusEnum = builder.enumType('TransactionStatus', {
+export const TransactionStatusEnum = builder.enumType('TransactionStatus', {
   description:
     'Where the chain transaction of a money move is now (REST `status`). Unlike PaymentStatus (how far a payment had got when its mutation answered), this is read when asked.',
   values: {

@@ -7,8 +7,10 @@ import {
   type ChainTransactionView,
   type DaySummary,
   type PaymentStateCounts,
+  type PostStats,
   type ReconciliationRow,
 } from '../../../app/analytics/analytics-reads.js';
+import { postStatsFor } from '../../../app/analytics/guarded-analytics.js';
 import { AppError } from '../../../domain/errors.js';
 import {
   RECONCILIATION_STATUSES,
@@ -145,6 +147,15 @@ const ChainTransaction = builder.objectRef<ChainTransactionView>('ChainTransacti
   }),
 });
 
+const PostStatsRef = builder.objectRef<PostStats>('PostStats').implement({
+  fields: (t) => ({
+    likes: t.exposeInt('likes'),
+    replies: t.exposeInt('replies'),
+    quotes: t.exposeInt('quotes'),
+    reposts: t.exposeInt('reposts'),
+  }),
+});
+
 builder.queryFields((t) => ({
   reconciliationSummary: t.field({
     type: [ReconciliationDay],
@@ -195,5 +206,12 @@ builder.queryFields((t) => ({
     authScopes: FINANCE_READ,
     args: { signature: t.arg.string({ required: true }) },
     resolve: (_root, args, ctx) => chainTransaction(ctx.deps.clickhouse, args.signature),
+  }),
+  postStats: t.field({
+    type: PostStatsRef,
+    description: "A post's engagement from the analytics pipeline. Its author's; finance/admin any.",
+    authScopes: { read: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, ctx) => postStatsFor(ctx.deps, ctx.viewer!, String(args.id)),
   }),
 }));

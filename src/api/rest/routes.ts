@@ -10,6 +10,7 @@ import { registerFeedRoutes } from './feed.routes.js';
 import { registerFinanceRoutes } from './finance.routes.js';
 import { registerFinancePeriodRoutes } from './finance-periods.routes.js';
 import { registerIdempotency } from './idempotency.hook.js';
+import { registerPostEarningsRoutes } from './post-earnings.routes.js';
 import { registerPostRoutes } from './posts.routes.js';
 import { registerProfileRoutes } from './profiles.routes.js';
 import { registerReportRoutes } from './reports.routes.js';
@@ -51,6 +52,7 @@ export function registerRestRoutes(
   registerFinancePeriodRoutes(api, deps);
   registerProfileRoutes(api, deps);
   registerPostRoutes(api, deps);
+  registerPostEarningsRoutes(api, deps);
   registerEngagementRoutes(api, deps);
   registerFeedRoutes(api, deps, feedPages);
   registerTransactionRoutes(api, deps);

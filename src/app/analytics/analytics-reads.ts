@@ -15,8 +15,8 @@ import { decodeSignedCursor, encodeSignedCursor } from '../../domain/pagination/
 
 /**
  * What finance and creators read from ClickHouse: daily reconciliation totals, the exception list,
- * one transaction's movements, earnings over time and a post's engagement. Every read uses FINAL
- * (the tables are ReplacingMergeTrees: re-checks and re-shipped rows collapse to one).
+ * one transaction's movements and earnings over time (a post's: post-earnings.ts). Every read uses
+ * FINAL (the tables are ReplacingMergeTrees: re-checks and re-shipped rows collapse to one).
  *
  * Finality comes from Postgres instead: the payments by outbox state and the `not_finalized`
  * exceptions are read from chain_transactions when finance asks, not recorded by the reconciler.
@@ -85,13 +85,6 @@ export interface ChainTransactionView {
 export interface EarningsPoint {
   bucket: string;
   amountMicro: bigint;
-}
-
-export interface PostStats {
-  likes: number;
-  replies: number;
-  quotes: number;
-  reposts: number;
 }
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -430,26 +423,6 @@ export async function creatorEarnings(
     bucket: row.bucket,
     amountMicro: BigInt(row.amount),
   }));
-}
-
-export async function postStats(ch: ClickHouse, postId: string): Promise<PostStats> {
-  const result = await ch.client.query({
-    query: `SELECT
-              toString(sumIf(delta, type IN ('post.liked', 'post.unliked'))) AS likes,
-              toString(countIf(type = 'post.replied')) AS replies,
-              toString(countIf(type = 'post.quoted')) AS quotes,
-              toString(countIf(type = 'post.reposted')) AS reposts
-            FROM ${ch.table('post_engagement')} FINAL WHERE post_id = {post:UUID}`,
-    query_params: { post: postId },
-    format: 'JSONEachRow',
-  });
-  const [row] = await result.json<Record<string, string>>();
-  return {
-    likes: Number(row?.likes ?? 0),
-    replies: Number(row?.replies ?? 0),
-    quotes: Number(row?.quotes ?? 0),
-    reposts: Number(row?.reposts ?? 0),
-  };
 }
 
 function toRow(row: Record<string, string>): ReconciliationRow {

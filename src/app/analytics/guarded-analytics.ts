@@ -1,20 +1,16 @@
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
-import type { Db } from '../../adapters/postgres/db.js';
-import { postAuthorId } from '../../adapters/postgres/post-authors.repository.js';
 import type { AccountStore } from '../../domain/accounts/accounts.service.js';
 import { requireTimeRange } from '../../domain/analytics/time-range.js';
 import { requireOwnerOrFinance } from '../../domain/auth/access-rules.js';
 import type { Viewer } from '../../domain/auth/api-keys.service.js';
 import { AppError } from '../../domain/errors.js';
-import { creatorEarnings, postStats, type EarningsPoint, type PostStats } from './analytics-reads.js';
+import { creatorEarnings, type EarningsPoint } from './analytics-reads.js';
 
 /** The widest earnings range one read may ask for. */
 export const MAX_EARNINGS_RANGE_DAYS = 400;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
- * The creator and post analytics reads as a viewer asks for them: the account or post looked up,
+ * The creator analytics reads as a viewer asks for them: the account or post looked up,
  * the access rule (owner or finance) and the range bound applied, then the ClickHouse read. The
  * transports call these, never the reads directly.
  */
@@ -28,16 +24,4 @@ export async function earningsFor(
   requireOwnerOrFinance(viewer, creator.id, "Earnings are their creator's (or finance's) to read");
   requireTimeRange(query.from, query.to, MAX_EARNINGS_RANGE_DAYS);
   return creatorEarnings(deps.clickhouse, creator.id, query.from, query.to, query.granularity);
-}
-
-export async function postStatsFor(
-  deps: { db: Db; clickhouse: ClickHouse },
-  viewer: Viewer,
-  postId: string,
-): Promise<PostStats> {
-  // Not a UUID: no post, and Postgres would refuse the comparison with an error.
-  const authorId = UUID.test(postId) ? await postAuthorId(deps.db, postId) : undefined;
-  if (authorId === undefined) throw new AppError('not_found', `No post ${postId}`);
-  requireOwnerOrFinance(viewer, authorId, "A post's stats are its author's (or finance's) to read");
-  return postStats(deps.clickhouse, postId);
 }

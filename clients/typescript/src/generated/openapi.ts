@@ -188,6 +188,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/posts/earnings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every own post with its earnings and engagement over a range */
+        get: operations["listPostEarnings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/posts/{id}/repost": {
         parameters: {
             query?: never;
@@ -1626,6 +1643,118 @@ export interface operations {
             };
             /** @description Unprocessable Entity */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPostEarnings: {
+        parameters: {
+            query: {
+                /** @description Range start (included). An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in UTC */
+                from: string;
+                /** @description Range end (excluded), at most 400 days after from. An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in UTC */
+                to: string;
+                /** @description Default earned. earned / engagement (likes + replies + quotes + reposts): highest first, posts with none in the range last; every order ends newest first, then by post id */
+                order_by?: "earned" | "engagement" | "newest";
+                /** @description Integer from 1 to 50; default 20 */
+                limit?: string;
+                /** @description next_cursor of the previous page (same from, to and order_by) */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        posts: {
+                            post_id: string;
+                            /** @description The post as feed items show it; null when its payment failed on chain */
+                            post: {
+                                id: string;
+                                content: string;
+                                /** @enum {string} */
+                                type: "post" | "reply" | "quote";
+                                like_count: number;
+                                /** @description Replies whose payment did not fail on chain */
+                                reply_count: number;
+                                /** @description Reposts whose payment did not fail on chain */
+                                repost_count: number;
+                                /** Format: date-time */
+                                created_at: string;
+                                author: {
+                                    handle: string;
+                                    display_name: string;
+                                    /** Format: uri */
+                                    avatar_url: string;
+                                };
+                            } | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Dollars: the creator’s USDC share of the replies, quotes and reposts paid on the post in the range, net of reversals */
+                            earned_usd: number;
+                            /** @description Likes minus unlikes in the range */
+                            likes: number;
+                            replies: number;
+                            quotes: number;
+                            reposts: number;
+                        }[];
+                        has_more: boolean;
+                        /** @description Present only when has_more */
+                        next_cursor?: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

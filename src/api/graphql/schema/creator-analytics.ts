@@ -1,6 +1,16 @@
+import {
+  postEarningsFor,
+  postStatsFor,
+  type PostActivityBucket,
+  type PostEarningsRow,
+  type PostStatsAnswer,
+} from '../../../app/analytics/post-earnings.js';
 import type { EarningsPoint } from '../../../app/analytics/analytics-reads.js';
 import { earningsFor } from '../../../app/analytics/guarded-analytics.js';
 import { builder } from '../builder.js';
+import { lastEdgeCursor, pageInfoOf, pageInput, withAfterArgument } from './page-args.js';
+import { postLoader } from './post-loaders.js';
+import { PostRef } from './post.js';
 
 /*
  * What a creator reads about their own money and audience (issue 51): earnings over any period,
@@ -37,6 +47,159 @@ builder.queryFields((t) => ({
         from: new Date(args.from),
         to: new Date(args.to),
         granularity: args.granularity,
+      }),
+  }),
+}));
+
+/* Every post's earnings (postEarnings) and one post's over time (postStats). */
+
+const PostEarningsOrderEnum = builder.enumType('PostEarningsOrder', {
+  values: {
+    EARNED: { value: 'earned', description: 'Net earnings in the range, highest first.' },
+    ENGAGEMENT: {
+      value: 'engagement',
+      description: 'Likes + replies + quotes + reposts in the range, highest first.',
+    },
+    NEWEST: { value: 'newest', description: 'Creation time, newest first.' },
+  } as const,
+});
+
+const StatsGranularityEnum = builder.enumType('StatsGranularity', {
+  values: {
+    HOUR: { value: 'hour', description: 'Ranges up to 31 days.' },
+    DAY: { value: 'day', description: 'Ranges up to 400 days.' },
+    WEEK: { value: 'week', description: 'Weeks from Monday; ranges up to 5 years (1,827 days).' },
+    MONTH: { value: 'month', description: 'Ranges up to 5 years (1,827 days).' },
+  } as const,
+});
+
+const activityFields = {
+  earned: 'The author’s USDC share of the replies, quotes and reposts paid on the post, net of reversals.',
+  likes: 'Likes minus unlikes.',
+} as const;
+
+const PostEarningsRef = builder.objectRef<PostEarningsRow>('PostEarnings').implement({
+  description: 'One of the creator’s posts with what it earned and its engagement over the asked range.',
+  fields: (t) => ({
+    postId: t.exposeID('postId'),
+    post: t.field({
+      type: PostRef,
+      nullable: true,
+      description: 'The post as the read path shows it; null when its payment failed on chain.',
+      resolve: (row, _args, ctx) => postLoader(ctx).load(row.postId),
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    earnedUsdMicro: t.field({
+      type: 'MicroUsd',
+      description: activityFields.earned,
+      resolve: (row) => row.earnedMicro,
+    }),
+    likes: t.exposeInt('likes', { description: activityFields.likes }),
+    replies: t.exposeInt('replies'),
+    quotes: t.exposeInt('quotes'),
+    reposts: t.exposeInt('reposts'),
+  }),
+});
+
+const PostEarningsConnection = builder.connectionObject({
+  type: PostEarningsRef,
+  name: 'PostEarningsConnection',
+  edgesNullable: false,
+  nodeNullable: false,
+});
+
+const PostStatsBucketRef = builder.objectRef<PostActivityBucket>('PostStatsBucket').implement({
+  fields: (t) => ({
+    bucket: t.expose('bucket', {
+      type: 'DateTime',
+      description: 'Start of the hour, day, week or month at local time in the asked zone, as a UTC instant.',
+    }),
+    earnedUsdMicro: t.field({
+      type: 'MicroUsd',
+      description: activityFields.earned,
+      resolve: (b) => b.earnedMicro,
+    }),
+    likes: t.exposeInt('likes', { description: activityFields.likes }),
+    replies: t.exposeInt('replies'),
+    quotes: t.exposeInt('quotes'),
+    reposts: t.exposeInt('reposts'),
+  }),
+});
+
+const PostStatsRef = builder.objectRef<PostStatsAnswer>('PostStats').implement({
+  description: 'A post’s engagement and earnings over the asked range, or its lifetime without one.',
+  fields: (t) => ({
+    likes: t.exposeInt('likes', { description: activityFields.likes }),
+    replies: t.exposeInt('replies'),
+    quotes: t.exposeInt('quotes'),
+    reposts: t.exposeInt('reposts'),
+    earnedUsdMicro: t.field({
+      type: 'MicroUsd',
+      description: activityFields.earned,
+      resolve: (s) => s.earnedMicro,
+    }),
+    series: t.field({
+      type: [PostStatsBucketRef],
+      nullable: true,
+      description:
+        'Per granularity bucket, oldest first, only buckets with activity; their sums are the totals above. Null unless a granularity was given.',
+      resolve: (s) => s.series ?? null,
+    }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  postEarnings: t.connection(
+    {
+      type: PostEarningsRef,
+      description:
+        'Every post (not reposts) of the creator created before `to`, with its earnings and engagement in [from, to) (at most 400 days); first 1 to 50 (default 20), forward only. Under EARNED and ENGAGEMENT, posts with no earnings (EARNED) or no engagement (ENGAGEMENT) in the range come last; every order ends newest first, then by id. Own handle; finance/admin any.',
+      authScopes: { read: true },
+      args: {
+        handle: t.arg.string({ required: true }),
+        from: t.arg({ type: 'DateTime', required: true }),
+        to: t.arg({ type: 'DateTime', required: true }),
+        orderBy: t.arg({ type: PostEarningsOrderEnum, required: true, defaultValue: 'earned' }),
+      },
+      resolve: async (_root, args, ctx) => {
+        const { limit, cursor } = pageInput(args);
+        const page = await withAfterArgument(() =>
+          postEarningsFor(ctx.deps, ctx.viewer!, {
+            handle: args.handle,
+            from: new Date(args.from),
+            to: new Date(args.to),
+            order: args.orderBy,
+            first: limit,
+            after: cursor,
+          }),
+        );
+        const edges = page.rows.map((row, i) => ({
+          node: row,
+          cursor: lastEdgeCursor(i, page.rows.length, page.nextCursor),
+        }));
+        return { edges, pageInfo: pageInfoOf(page, edges) };
+      },
+    },
+    PostEarningsConnection,
+  ),
+  postStats: t.field({
+    type: PostStatsRef,
+    description:
+      "A post's engagement and earnings: lifetime, or over [from, to) (both or neither); with granularity also per bucket (HOUR up to 31 days, DAY 400, WEEK and MONTH 5 years) starting at local time in `timezone` (IANA, default UTC). Its author's; finance/admin any.",
+    authScopes: { read: true },
+    args: {
+      id: t.arg.id({ required: true }),
+      from: t.arg({ type: 'DateTime' }),
+      to: t.arg({ type: 'DateTime' }),
+      granularity: t.arg({ type: StatsGranularityEnum }),
+      timezone: t.arg.string(),
+    },
+    resolve: (_root, args, ctx) =>
+      postStatsFor(ctx.deps, ctx.viewer!, String(args.id), {
+        from: args.from ? new Date(args.from) : null,
+        to: args.to ? new Date(args.to) : null,
+        granularity: args.granularity ?? null,
+        timezone: args.timezone ?? null,
       }),
   }),
 }));

@@ -7,10 +7,8 @@ import {
   type ChainTransactionView,
   type DaySummary,
   type PaymentStateCounts,
-  type PostStats,
   type ReconciliationRow,
 } from '../../../app/analytics/analytics-reads.js';
-import { postStatsFor } from '../../../app/analytics/guarded-analytics.js';
 import { AppError } from '../../../domain/errors.js';
 import {
   RECONCILIATION_STATUSES,
@@ -20,8 +18,8 @@ import { builder } from '../builder.js';
 
 /*
  * Finance (role finance or admin, through a `read` key): daily ledger-vs-chain totals, the
- * exception list and one transaction's drill-down. Creators: their posts' engagement (finance and
- * admin may read anyone's; their earnings: creator-analytics.ts). Served from ClickHouse
+ * exception list and one transaction's drill-down (what creators read, finance and admin for any
+ * creator: creator-analytics.ts). Served from ClickHouse
  * (src/app/indexer), except the payments by outbox state and the NOT_FINALIZED exceptions, read
  * from the outbox in Postgres (src/app/analytics/analytics-reads.ts says why).
  */
@@ -147,15 +145,6 @@ const ChainTransaction = builder.objectRef<ChainTransactionView>('ChainTransacti
   }),
 });
 
-const PostStatsRef = builder.objectRef<PostStats>('PostStats').implement({
-  fields: (t) => ({
-    likes: t.exposeInt('likes'),
-    replies: t.exposeInt('replies'),
-    quotes: t.exposeInt('quotes'),
-    reposts: t.exposeInt('reposts'),
-  }),
-});
-
 builder.queryFields((t) => ({
   reconciliationSummary: t.field({
     type: [ReconciliationDay],
@@ -206,12 +195,5 @@ builder.queryFields((t) => ({
     authScopes: FINANCE_READ,
     args: { signature: t.arg.string({ required: true }) },
     resolve: (_root, args, ctx) => chainTransaction(ctx.deps.clickhouse, args.signature),
-  }),
-  postStats: t.field({
-    type: PostStatsRef,
-    description: "A post's engagement from the analytics pipeline. Its author's; finance/admin any.",
-    authScopes: { read: true },
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, ctx) => postStatsFor(ctx.deps, ctx.viewer!, String(args.id)),
   }),
 }));

@@ -2,6 +2,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { ApiDeps } from '../../app/api-deps.js';
 import type { StreamSlots } from '../stream-slots.js';
 import { registerAccountRoutes } from './accounts.routes.js';
+import { registerAudienceRoutes } from './audience.routes.js';
 import { createAuthHook } from './auth.hook.js';
 import { registerEngagementRoutes } from './engagement.routes.js';
 import { registerEventRoutes } from './events.routes.js';
@@ -53,6 +54,7 @@ export function registerRestRoutes(
   registerProfileRoutes(api, deps);
   registerPostRoutes(api, deps);
   registerPostEarningsRoutes(api, deps);
+  registerAudienceRoutes(api, deps);
   registerEngagementRoutes(api, deps);
   registerFeedRoutes(api, deps, feedPages);
   registerTransactionRoutes(api, deps);

@@ -205,6 +205,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/audience": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who engaged with, paid and followed the caller over a range */
+        get: operations["getAudience"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/posts/{id}/repost": {
         parameters: {
             query?: never;
@@ -1732,6 +1749,89 @@ export interface operations {
                         has_more: boolean;
                         /** @description Present only when has_more */
                         next_cursor?: string;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAudience: {
+        parameters: {
+            query: {
+                /** @description Range start (included). An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in UTC */
+                from: string;
+                /** @description Range end (excluded; may be later than now), at most 400 days after from. An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in UTC */
+                to: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Distinct accounts that liked, replied to, quoted or reposted own posts in the range (own engagement not counted) */
+                        unique_engagers: number;
+                        /** @description Distinct accounts whose replies, quotes or reposts on own posts paid the caller in the range, net of reversed payments */
+                        paying_engagers: number;
+                        /** @description Accounts following the caller now whose follow began in the range */
+                        new_followers: number;
+                        /** @description The 20 accounts that paid the most into the caller's earnings in the range; most first, ties by handle */
+                        top_supporters: {
+                            handle: string;
+                            /** @description Dollars: the caller’s USDC share of the replies, quotes and reposts this account paid on own posts in the range, net of reversals */
+                            paid_usd: number;
+                        }[];
                     };
                 };
             };

@@ -1,4 +1,11 @@
 import {
+  audienceFor,
+  MAX_AUDIENCE_RANGE_DAYS,
+  TOP_SUPPORTERS,
+  type Audience,
+  type Supporter,
+} from '../../../app/analytics/audience.js';
+import {
   postEarningsFor,
   postStatsFor,
   type PostActivityBucket,
@@ -200,6 +207,60 @@ builder.queryFields((t) => ({
         to: args.to ? new Date(args.to) : null,
         granularity: args.granularity ?? null,
         timezone: args.timezone ?? null,
+      }),
+  }),
+}));
+
+const SupporterRef = builder.objectRef<Supporter>('Supporter').implement({
+  fields: (t) => ({
+    handle: t.exposeString('handle'),
+    paidUsdMicro: t.field({
+      type: 'MicroUsd',
+      description:
+        "The creator's USDC share of the replies, quotes and reposts this account paid on the creator's posts in the range, net of reversed payments.",
+      resolve: (s) => s.paidMicro,
+    }),
+  }),
+});
+
+const AudienceRef = builder.objectRef<Audience>('Audience').implement({
+  description:
+    'Who engaged with, paid and followed a creator in [from, to) (docs/indexer.md, creator audience).',
+  fields: (t) => ({
+    uniqueEngagers: t.exposeInt('uniqueEngagers', {
+      description:
+        "Distinct accounts that liked, replied to, quoted or reposted the creator's posts in the range; the creator's own engagement is not counted.",
+    }),
+    payingEngagers: t.exposeInt('payingEngagers', {
+      description:
+        "Distinct accounts whose replies, quotes or reposts on the creator's posts paid the creator in the range (net of reversed payments).",
+    }),
+    newFollowers: t.exposeInt('newFollowers', {
+      description: 'Accounts following the creator now whose follow began in the range.',
+    }),
+    topSupporters: t.field({
+      type: [SupporterRef],
+      description: `The ${TOP_SUPPORTERS} accounts that paid the most into the creator's earnings in the range, most first, ties by handle.`,
+      resolve: (a) => a.topSupporters,
+    }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  audience: t.field({
+    type: AudienceRef,
+    description: `A creator's audience in [from, to), at most ${MAX_AUDIENCE_RANGE_DAYS} days (REST GET /me/audience). Own handle; finance/admin any. Needs \`read\`.`,
+    authScopes: { read: true },
+    args: {
+      handle: t.arg.string({ required: true }),
+      from: t.arg({ type: 'DateTime', required: true }),
+      to: t.arg({ type: 'DateTime', required: true }),
+    },
+    resolve: (_root, args, ctx) =>
+      audienceFor(ctx.deps, ctx.viewer!, {
+        handle: args.handle,
+        from: new Date(args.from),
+        to: new Date(args.to),
       }),
   }),
 }));

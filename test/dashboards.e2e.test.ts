@@ -800,9 +800,12 @@ describe('dashboards in Chromium', () => {
     async () => {
       expect(finance, 'the finance test makes the finance account').toBeDefined();
       const posts: Request[] = [];
+      // Requests of the page for the file (fetch, as before the links): there must be none.
+      const fileRequests: Request[] = [];
       const onRequest = (request: Request) => {
-        if (request.method() === 'POST' && new URL(request.url()).pathname === '/api/v1/reports')
-          posts.push(request);
+        const { pathname } = new URL(request.url());
+        if (request.method() === 'POST' && pathname === '/api/v1/reports') posts.push(request);
+        if (/^\/api\/v1\/reports\/[^/]+\/file$/.test(pathname)) fileRequests.push(request);
       };
       page.on('request', onRequest);
       try {
@@ -864,12 +867,20 @@ describe('dashboards in Chromium', () => {
         const sent = posts[1]!.postDataJSON() as { interval_end: string };
         expect(sent.interval_end).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.000Z$/);
 
+        // Download: a signed link the browser saves as it streams (the page holds no copy); the
+        // page shows the sha256 the saved file must have.
         const [download] = await Promise.all([page.waitForEvent('download'), page.click('#report-download')]);
+        expect(download.url()).toMatch(
+          new RegExp(`^${h.base}/api/v1/reports/${id}/file\\?expires=\\d+&signature=[0-9a-f]{64}$`),
+        );
         const file = readFileSync(await download.path());
         expect(createHash('sha256').update(file).digest('hex')).toBe(run.sha256);
         expect(file.length).toBe(run.bytes);
         expect(download.suggestedFilename()).toMatch(/\.csv$/);
-        await expect(page.getAttribute('#report-file-link', 'data-verified')).resolves.toBe('true');
+        await expect(page.locator('#report-file-saved-sha256').textContent()).resolves.toBe(run.sha256);
+        // The page fetched nothing of the file itself (a navigation that turns into a download is
+        // no request of the page's).
+        expect(fileRequests).toEqual([]);
         const csv = file.toString('utf8');
         expect(csv.split('\r\n')[0]).toBe(
           'ledger_day,movement_id,swap_tx,status,currency,ledger_amount,chain_amount,commitment,detail,checked_at',
@@ -886,11 +897,13 @@ describe('dashboards in Chromium', () => {
           page.waitForEvent('download'),
           listed.locator('button.download').click(),
         ]);
+        expect(again.url()).toMatch(/\/file\?expires=\d+&signature=[0-9a-f]{64}$/);
         expect(
           createHash('sha256')
             .update(readFileSync(await again.path()))
             .digest('hex'),
         ).toBe(run.sha256);
+        await expect(page.locator('#report-runs-file-saved-sha256').textContent()).resolves.toBe(run.sha256);
         expect(posts).toHaveLength(2);
 
         // A balance summary whose answer is cut on its way back (the server made the run): Run
@@ -938,6 +951,7 @@ describe('dashboards in Chromium', () => {
             .update(readFileSync(await summaryFile.path()))
             .digest('hex'),
         ).toBe(summary.sha256);
+        expect(summaryFile.url()).toContain(`/api/v1/reports/${summaryId}/file?expires=`);
         await shoot('finance-report-summary');
       } finally {
         page.off('request', onRequest);
@@ -993,6 +1007,11 @@ describe('dashboards in Chromium', () => {
       expect(run.row_count).toBeGreaterThanOrEqual(5);
       expect(text.split('\r\n').filter(Boolean)).toHaveLength(run.row_count + 1);
       await expect(page.locator('#statement-sha256').textContent()).resolves.toBe(run.sha256);
+      // Saved through a signed link (the page never held the file), with the sha256 to check it by.
+      expect(download.url()).toMatch(
+        new RegExp(`^${h.base}/api/v1/reports/${id}/file\\?expires=\\d+&signature=[0-9a-f]{64}$`),
+      );
+      await expect(page.locator('#statement-saved-sha256').textContent()).resolves.toBe(run.sha256);
       await shoot('creator-statement');
 
       // Phone width: the panel fits.

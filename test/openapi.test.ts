@@ -34,6 +34,7 @@ test('the document names every /api/v1 route with its errors', async () => {
     '/api/v1/reports',
     '/api/v1/reports/{id}',
     '/api/v1/reports/{id}/file',
+    '/api/v1/reports/{id}/file-link',
     '/api/v1/send',
     '/api/v1/swap-quote',
     '/api/v1/swap-to-usdc',

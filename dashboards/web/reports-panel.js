@@ -3,13 +3,13 @@ import { dateTime } from './lib/format.js';
 import {
   browserTimeZone,
   byteSize,
-  fetchRunFile,
+  downloadRunFile,
   followRun,
   intervalEndFor,
   intervalText,
   reportRequester,
   runFacts,
-  saveLink,
+  savedFileFacts,
   statusBadge,
 } from './lib/reports.js';
 import { el, messageOf, show } from './lib/ui.js';
@@ -17,8 +17,9 @@ import { el, messageOf, show } from './lib/ui.js';
 /*
  * The finance page's Reports panel (issue 50 item 4; docs/reports.md): ask for a report run (type,
  * interval as local start and end days, IANA timezone, format), follow it to succeeded or failed,
- * download its file (fetched with the API key, checked against the run's sha256) and list the
- * account's recent runs, each downloadable once succeeded.
+ * download its file (through a short-lived signed link the browser saves as it streams; the run's
+ * sha256 shown to check the saved file against) and list the account's recent runs, each
+ * downloadable once succeeded.
  */
 
 const TYPES = {
@@ -182,7 +183,7 @@ export function reportsPanel() {
             {
               type: 'button',
               id: 'report-download',
-              onclick: (event) => void downloadInto(run, event.currentTarget, fileBox, 'report-file-link'),
+              onclick: (event) => void downloadInto(run, event.currentTarget, fileBox, 'report-file'),
             },
             'Download',
           ),
@@ -246,30 +247,16 @@ export function reportsPanel() {
     void loadRuns();
   });
 
-  /** Fetches a run's file, checks its sha256 and saves it; the link stays to save it again. */
-  async function downloadInto(run, button, box, linkId) {
+  /**
+   * Hands a run's file to the browser's download manager through a signed link (the page never
+   * holds it) and shows the sha256 the saved file must have. Download again asks for a new link.
+   */
+  async function downloadInto(run, button, box, idPrefix) {
     button.disabled = true;
-    show(box, 'loading', 'Downloading…');
+    show(box, 'loading', 'Starting the download…');
     try {
-      const { blob, fileName, verified } = await fetchRunFile(run);
-      const link = saveLink(linkId, blob, fileName, {
-        id: linkId,
-        'data-verified': String(verified === true),
-      });
-      show(box, 'ready', [
-        el('p', { role: 'status' }, [
-          'Saved: ',
-          link,
-          verified
-            ? el('span', { class: 'muted' }, ' (its sha256 matches the run’s)')
-            : el(
-                'span',
-                { class: 'muted' },
-                ' (sha256 not checked: the page is not on HTTPS, or the file is over 256 MB)',
-              ),
-        ]),
-      ]);
-      link.click();
+      await downloadRunFile(run);
+      show(box, 'ready', savedFileFacts(run, idPrefix));
     } catch (error) {
       show(box, 'error', messageOf(error));
     } finally {
@@ -338,7 +325,7 @@ export function reportsPanel() {
                           class: 'secondary download',
                           'aria-label': `Download the ${run.type} run of ${dateTime(run.created_at)}`,
                           onclick: (event) =>
-                            void downloadInto(run, event.currentTarget, runsStatus, 'report-runs-link'),
+                            void downloadInto(run, event.currentTarget, runsStatus, 'report-runs-file'),
                         },
                         'Download',
                       )

@@ -1,12 +1,12 @@
 import {
   browserTimeZone,
-  fetchRunFile,
+  downloadRunFile,
   followRun,
   intervalEndFor,
   intervalText,
   reportRequester,
   runFacts,
-  saveLink,
+  savedFileFacts,
   statusBadge,
 } from './lib/reports.js';
 import { el, messageOf, show } from './lib/ui.js';
@@ -15,8 +15,9 @@ import { el, messageOf, show } from './lib/ui.js';
  * The creator page's Statements (issue 50 item 4): a month of the caller's own money as a file,
  * in CSV or in the CSVs Koinly and CoinTracker import. One button asks for an `account.statement`
  * run of the caller's account over that month in the browser's time zone (needs only `read`),
- * waits for it and saves the file (fetched with the API key, checked against the run's sha256).
- * The current month runs up to now.
+ * waits for it and has the browser save the file through a short-lived signed link (streamed to
+ * disk, never held by the page), showing the run's sha256 to check the saved file against. The
+ * current month runs up to now.
  */
 
 const FORMATS = [
@@ -92,21 +93,16 @@ export function statementsPanel() {
       if (run.status !== 'succeeded') {
         return show(progress, 'error', `The statement is still ${run.status}; try again in a few minutes.`);
       }
-      show(progress, 'loading', 'Downloading…');
-      const { blob, fileName, verified } = await fetchRunFile(run);
-      const link = saveLink('statement', blob, fileName, {
-        id: 'statement-link',
-        'data-verified': String(verified === true),
-      });
+      show(progress, 'loading', 'Starting the download…');
+      await downloadRunFile(run);
       show(progress, 'ready', [
         el('div', { class: 'result success' }, [
-          el('p', { role: 'status' }, ['Saved: ', link]),
+          savedFileFacts(run, 'statement'),
           el('p', { class: 'muted' }, `Covers ${intervalText(run)}.`),
           ...runFacts(run, 'statement'),
         ]),
       ]);
       progress.dataset.reportId = run.id;
-      link.click();
     } catch (error) {
       show(progress, 'error', messageOf(error));
     } finally {

@@ -63,6 +63,8 @@ export interface ApiDeps extends WritePathDeps {
   reportStore: ReportStore;
   /** HMAC key of opaque pagination cursors. */
   cursorSecret: string;
+  /** HMAC key of report files' download links (derived from the master key for this use alone). */
+  reportLinkKey: Buffer;
   /** The trending snapshot lives in Redis (src/app/feed/trending.ts). */
   redis: Redis;
   /** REDIS_PREFIX: this deployment's Redis key prefix. */

@@ -63,6 +63,8 @@ export interface CoreServices {
   keystore: Keystore;
   /** HMAC key of opaque pagination cursors (per deployment: forged cursors are refused). */
   cursorSecret: string;
+  /** HMAC key of report files' download links (src/domain/reports/report-file-link.ts). */
+  reportLinkKey: Buffer;
   accounts: AccountStore;
   apiKeys: ApiKeyStore;
   /** The keys' last-use notes, written in the background (close it on shutdown: it writes the rest). */
@@ -129,6 +131,8 @@ export function createCoreServices(
     keystore,
     // A key of its own for cursor MACs, derived so the master key itself never signs anything public.
     cursorSecret: createHmac('sha256', masterKey).update('ledgerfeed:history-cursor:v1').digest('hex'),
+    // Another derived key, so a download link and a cursor can never be made to verify as each other.
+    reportLinkKey: createHmac('sha256', masterKey).update('ledgerfeed:report-file-link:v1').digest(),
     accounts: createAccountStore(db),
     apiKeys: createApiKeyStore(db, apiKeyUses),
     apiKeyUses,

@@ -3,9 +3,12 @@ import { el } from './ui.js';
 
 /*
  * Report runs from the pages (REST /api/v1/reports, docs/reports.md): ask for a run with an
- * Idempotency-Key, follow it until it succeeds or fails, fetch its file with the API key and hand
- * it to the browser to save, checked against the run's sha256. Shared by the finance page's
- * Reports panel and the creator page's Statements.
+ * Idempotency-Key, follow it until it succeeds or fails, and download its file through a
+ * short-lived signed link, which the browser's download manager streams to disk (a file of
+ * gigabytes never passes through the page); the page shows the run's sha256 and size for the
+ * person to check the saved file against. Shared by the finance page's Reports panel and the
+ * creator page's Statements. (The Periods panel still fetches its frozen files with the key and
+ * hashes them here: fetchRunFile.)
  */
 
 /** The browser's IANA time zone, the default for every run asked from a page. */
@@ -151,6 +154,42 @@ export async function followRun(run, { onUpdate, stillWanted = () => true }) {
     }
   }
   return last;
+}
+
+/**
+ * Downloads a succeeded run's file without holding it: asks for a download link (POST
+ * /reports/{id}/file-link, with the API key; valid a few minutes, for this run only) and navigates
+ * a hidden `<a download>` to it, so the browser saves the file as it arrives. The file's name is
+ * the server's (Content-Disposition). Answers the link's expiry; an API refusal (404, 409) is thrown.
+ */
+export async function downloadRunFile(run) {
+  const link = await (await rest('POST', `/reports/${encodeURIComponent(run.id)}/file-link`)).json();
+  if (!link.url?.startsWith('/api/v1/')) throw new Error(`Not a file of this API: ${link.url}`);
+  const anchor = el('a', { href: link.url, download: '', hidden: true, rel: 'noreferrer' });
+  document.body.append(anchor);
+  try {
+    anchor.click();
+  } finally {
+    // The navigation has started: the link (a credential until it expires) leaves the page.
+    anchor.remove();
+  }
+  return { expiresAt: link.expires_at };
+}
+
+/**
+ * What a download through a link tells the person: the browser is saving the file, and the sha256
+ * and size the saved file must have (the page cannot hash a file it never held).
+ */
+export function savedFileFacts(run, idPrefix) {
+  return el('p', { role: 'status', id: `${idPrefix}-saved`, 'data-report-id': run.id }, [
+    `Your browser is saving the file (${byteSize(run.bytes)}). Its sha256 must be `,
+    el('code', { id: `${idPrefix}-saved-sha256`, class: 'mono' }, run.sha256),
+    el(
+      'span',
+      { class: 'muted' },
+      ' (check with sha256sum, shasum -a 256 or Get-FileHash -Algorithm SHA256; a file that differs is not the run’s).',
+    ),
+  ]);
 }
 
 /** The largest file whose sha256 the page computes (the digest reads the whole file into memory). */

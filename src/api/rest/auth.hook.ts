@@ -14,7 +14,23 @@ declare module 'fastify' {
     scope?: Scope;
     /** The rate-limit bucket the route spends from (per account; per IP for public routes). */
     bucket?: RateLimitBucket;
+    /**
+     * The route also opens with a signed link (`?signature=…`, a report file's download link): a
+     * request with a signature and no Authorization header skips the key and the bucket here, and
+     * the route checks its link and spends the bucket of the account the link was issued to.
+     */
+    signedLink?: boolean;
   }
+}
+
+/** A request that presents a signed link instead of a key: checked by its route, not by admit(). */
+export function presentsSignedLink(request: FastifyRequest): boolean {
+  const query = request.query as Record<string, unknown> | undefined;
+  return (
+    request.routeOptions.config.signedLink === true &&
+    request.headers.authorization === undefined &&
+    query?.signature !== undefined
+  );
 }
 
 /**
@@ -23,6 +39,7 @@ declare module 'fastify' {
  */
 export function createAuthHook(deps: ApiDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (presentsSignedLink(request)) return;
     const viewer = await admit(
       deps,
       { authorization: request.headers.authorization, clientIp: request.ip },

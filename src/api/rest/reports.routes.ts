@@ -1,6 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../../app/api-deps.js';
-import { getRun, listRuns, openRunFile, REPORT_PAGE_MAX, requestRun } from '../../app/reports/report-runs.js';
+import { checkFileLink, issueFileLink } from '../../app/reports/report-file-links.js';
+import {
+  getRun,
+  listRuns,
+  openRunFile,
+  openSucceededRunFile,
+  REPORT_PAGE_MAX,
+  requestRun,
+} from '../../app/reports/report-runs.js';
+import { REPORT_FILE_LINK_SECONDS } from '../../domain/reports/report-file-link.js';
 import {
   REPORT_FORMATS,
   REPORT_MAX_INTERVAL_DAYS,
@@ -8,6 +17,7 @@ import {
   REPORT_TYPES,
 } from '../../domain/reports/report-kinds.js';
 import { reportFileUrl, type ReportRun } from '../../domain/reports/report-run.js';
+import { spend } from '../rate-limit-spend.js';
 import { authErrors, errorBody, idempotencyKeyHeaders } from './schemas.js';
 import { typedRoutes } from './typed-routes.js';
 
@@ -169,6 +179,41 @@ const reportFile = {
   },
 } as const;
 
+/** The query of a download link (POST /reports/{id}/file-link); the keyed download sends none. */
+const fileLinkQuerystring = {
+  type: 'object',
+  properties: {
+    expires: {
+      type: 'string',
+      description:
+        'A download link’s expiry (Unix seconds). With `signature`, the file opens without an API key until then',
+    },
+    signature: {
+      type: 'string',
+      description:
+        'A download link’s signature (hex HMAC-SHA256 of the run, expiry and account it was issued to). Ignored when an Authorization header is sent',
+    },
+    account: {
+      type: 'string',
+      description:
+        'Only in a link issued to an account other than the run’s asker (a closed period’s report downloaded by another finance account): that account’s id, covered by the signature',
+    },
+  },
+} as const;
+
+const fileLink = {
+  type: 'object',
+  required: ['url', 'expires_at'],
+  properties: {
+    url: {
+      type: 'string',
+      description:
+        '/api/v1/reports/{id}/file?expires=<unix s>&signature=<hex>: the file, without an API key, until expires_at',
+    },
+    expires_at: time,
+  },
+} as const;
+
 /**
  * /reports: report runs (docs/reports.md). Asking spends the `reports` bucket and takes an
  * Idempotency-Key as paid writes do; reads and downloads spend `read`. Access beyond `read` (the
@@ -258,21 +303,62 @@ export function registerReportRoutes(api: FastifyInstance, deps: ApiDeps): void 
     async (request) => runView(await getRun(deps, request.viewer!, request.params.id)),
   );
 
-  typedRoutes(api).get(
-    '/reports/:id/file',
+  typedRoutes(api).post(
+    '/reports/:id/file-link',
     {
       config: { scope: 'read', bucket: 'read' },
       schema: {
-        operationId: 'getReportRunFile',
-        summary:
-          'A succeeded run’s file, streamed: text/csv; charset=utf-8 (csv, koinly, cointracker), application/x-ndjson or application/vnd.apache.parquet; 409 before it succeeded',
+        operationId: 'createReportRunFileLink',
+        summary: `A download link to a succeeded run’s file: GET without an API key for ${REPORT_FILE_LINK_SECONDS / 60} minutes, for this run only, with your access; 409 before it succeeded`,
+        description:
+          'For browsers: a page cannot put an API key on a navigation, so it asks for a link and lets the browser’s download manager stream the file to disk. The link opens only this run’s file, until `expires_at`, with the access of the account that asked for it, and spends that account’s `read` bucket. Anyone holding it can download the file until then: treat it as the file.',
         tags,
         params: idParams,
+        response: { 201: fileLink, 404: errorBody, 409: errorBody, ...authErrors },
+      },
+    },
+    async (request, reply) => {
+      const link = await issueFileLink(deps, request.viewer!, request.params.id);
+      return reply
+        .status(201)
+        .header('cache-control', 'no-store')
+        .send({ url: link.url, expires_at: link.expiresAt.toISOString() });
+    },
+  );
+
+  typedRoutes(api).get(
+    '/reports/:id/file',
+    {
+      // signedLink: a download link (`?expires&signature`, no Authorization header) opens it too.
+      config: { scope: 'read', bucket: 'read', signedLink: true },
+      schema: {
+        operationId: 'getReportRunFile',
+        summary:
+          'A succeeded run’s file, streamed: text/csv; charset=utf-8 (csv, koinly, cointracker), application/x-ndjson or application/vnd.apache.parquet; 409 before it succeeded. With an API key, or with a download link’s `expires` and `signature` (POST /reports/{id}/file-link) and no key',
+        description:
+          'A download link that is not ours for this run (tampered, another run’s, made up) or has expired is 403 `forbidden`; a request with neither a key nor a signature is 401. A request with an Authorization header is judged by its key alone.',
+        tags,
+        // The API key, or none with a download link's query.
+        security: [{ apiKey: [] }, {}],
+        params: idParams,
+        querystring: fileLinkQuerystring,
         response: { 200: reportFile, 404: errorBody, 409: errorBody, ...authErrors },
       },
     },
     async (request, reply) => {
-      const file = await openRunFile(deps, request.viewer!, request.params.id);
+      let file;
+      if (request.viewer) {
+        file = await openRunFile(deps, request.viewer, request.params.id);
+      } else {
+        // No key: the auth hook let a signed link through (presentsSignedLink). The link is checked
+        // first (403), then the bucket of the account it was issued to is spent (429), as admit()
+        // does for a key.
+        const link = await checkFileLink(deps, request.params.id, request.query);
+        await spend(deps, reply, 'read', link.accountId);
+        file = await openSucceededRunFile(deps, link.run);
+        // The URL is the credential: no cache along the way may keep the answer.
+        reply.header('cache-control', 'private, no-store');
+      }
       return reply
         .type(file.contentType)
         .header('content-length', String(file.bytes))

@@ -108,7 +108,7 @@ export async function requestRun(
  */
 export async function getRun(
   deps: Pick<ReportRunDeps, 'db'>,
-  caller: Caller,
+  caller: Pick<Caller, 'accountId' | 'role'>,
   id: string,
 ): Promise<ReportRun> {
   let run = isReportId(id) ? await findRun(deps.db, caller.accountId, id) : undefined;
@@ -153,16 +153,37 @@ export async function listRuns(
   };
 }
 
+/** A run's file as the download sends it: a stream, with what its headers say. */
+export interface RunFile {
+  run: ReportRun;
+  stream: Readable;
+  bytes: number;
+  contentType: string;
+  fileName: string;
+}
+
 /** A succeeded run's file as a stream, with what the download's headers say. 409 before then. */
 export async function openRunFile(
   deps: Pick<ReportRunDeps, 'db' | 'reportStore'>,
-  caller: Caller,
+  caller: Pick<Caller, 'accountId' | 'role'>,
   id: string,
-): Promise<{ run: ReportRun; stream: Readable; bytes: number; contentType: string; fileName: string }> {
-  const run = await getRun(deps, caller, id);
+): Promise<RunFile> {
+  return openSucceededRunFile(deps, await getRun(deps, caller, id));
+}
+
+/** 409 `conflict` unless the run has succeeded (its file exists only then). */
+export function requireSucceeded(run: ReportRun): asserts run is ReportRun & { fileKey: string } {
   if (run.status !== 'succeeded' || run.fileKey === null) {
     throw new AppError('conflict', `The report is ${run.status}: its file exists once it has succeeded`);
   }
+}
+
+/** The file of a run the caller's access was already checked for (openRunFile, a download link). */
+export async function openSucceededRunFile(
+  deps: Pick<ReportRunDeps, 'reportStore'>,
+  run: ReportRun,
+): Promise<RunFile> {
+  requireSucceeded(run);
   const file = await deps.reportStore.open(run.fileKey);
   if (!file) throw new AppError('internal', 'The report file is missing from the report store');
   return {

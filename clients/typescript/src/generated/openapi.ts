@@ -537,6 +537,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports/{id}/file-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A download link to a succeeded run’s file: GET without an API key for 5 minutes, for this run only, with your access; 409 before it succeeded
+         * @description For browsers: a page cannot put an API key on a navigation, so it asks for a link and lets the browser’s download manager stream the file to disk. The link opens only this run’s file, until `expires_at`, with the access of the account that asked for it, and spends that account’s `read` bucket. Anyone holding it can download the file until then: treat it as the file.
+         */
+        post: operations["createReportRunFileLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/reports/{id}/file": {
         parameters: {
             query?: never;
@@ -544,7 +564,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A succeeded run’s file, streamed: text/csv; charset=utf-8 (csv, koinly, cointracker), application/x-ndjson or application/vnd.apache.parquet; 409 before it succeeded */
+        /**
+         * A succeeded run’s file, streamed: text/csv; charset=utf-8 (csv, koinly, cointracker), application/x-ndjson or application/vnd.apache.parquet; 409 before it succeeded. With an API key, or with a download link’s `expires` and `signature` (POST /reports/{id}/file-link) and no key
+         * @description A download link that is not ours for this run (tampered, another run’s, made up) or has expired is 403 `forbidden`; a request with neither a key nor a signature is 401. A request with an Authorization header is judged by its key alone.
+         */
         get: operations["getReportRunFile"];
         put?: never;
         post?: never;
@@ -3959,9 +3982,89 @@ export interface operations {
             };
         };
     };
-    getReportRunFile: {
+    createReportRunFileLink: {
         parameters: {
             query?: never;
+            header?: never;
+            path: {
+                /** @description The run (a UUID; anything else is 404) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description /api/v1/reports/{id}/file?expires=<unix s>&signature=<hex>: the file, without an API key, until expires_at */
+                        url: string;
+                        /** Format: date-time */
+                        expires_at: string;
+                    };
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getReportRunFile: {
+        parameters: {
+            query?: {
+                /** @description A download link’s expiry (Unix seconds). With `signature`, the file opens without an API key until then */
+                expires?: string;
+                /** @description A download link’s signature (hex HMAC-SHA256 of the run, expiry and account it was issued to). Ignored when an Authorization header is sent */
+                signature?: string;
+                /** @description Only in a link issued to an account other than the run’s asker (a closed period’s report downloaded by another finance account): that account’s id, covered by the signature */
+                account?: string;
+            };
             header?: never;
             path: {
                 /** @description The run (a UUID; anything else is 404) */

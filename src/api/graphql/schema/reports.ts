@@ -1,3 +1,4 @@
+import { issueFileLink, type FileLink } from '../../../app/reports/report-file-links.js';
 import {
   getRun,
   listRuns,
@@ -6,6 +7,7 @@ import {
   type ReportRunPage,
 } from '../../../app/reports/report-runs.js';
 import { AppError } from '../../../domain/errors.js';
+import { REPORT_FILE_LINK_SECONDS } from '../../../domain/reports/report-file-link.js';
 import { REPORT_MAX_INTERVAL_DAYS, type ReportSummaryLine } from '../../../domain/reports/report-kinds.js';
 import { reportFileUrl, type ReportRun } from '../../../domain/reports/report-run.js';
 import { builder } from '../builder.js';
@@ -77,7 +79,8 @@ const ReportRunRef = builder.objectRef<ReportRun>('ReportRun').implement({
       }),
       fileUrl: t.string({
         nullable: true,
-        description: 'Where the file is downloaded (REST, with the same API key); once succeeded.',
+        description:
+          'Where the file is downloaded (REST, with the same API key; a browser asks reportFileLink for a link that needs none); once succeeded.',
         resolve: once((run) => reportFileUrl(run.id)),
       }),
       summary: t.field({
@@ -112,6 +115,17 @@ const ReportRunPageRef = builder.objectRef<ReportRunPage>('ReportRunPage').imple
       nullable: true,
       description: 'Ask with after: nextCursor for the next (older) page; null at the end.',
     }),
+  }),
+});
+
+const ReportFileLinkRef = builder.objectRef<FileLink>('ReportFileLink').implement({
+  description: `A download link to a succeeded run’s file (REST POST /reports/{id}/file-link): a GET of \`url\` without an API key answers the file until \`expiresAt\` (${REPORT_FILE_LINK_SECONDS / 60} minutes), for this run only, with the access of the account that asked. Anyone holding it can download the file until then.`,
+  fields: (t) => ({
+    url: t.exposeString('url', {
+      description:
+        '/api/v1/reports/{id}/file?expires=<unix s>&signature=<hex>, relative to the API’s origin.',
+    }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
   }),
 });
 
@@ -187,6 +201,15 @@ builder.queryFields((t) => ({
 }));
 
 builder.mutationFields((t) => ({
+  reportFileLink: t.field({
+    type: ReportFileLinkRef,
+    description:
+      'A short-lived download link to one of your succeeded runs’ files (REST POST /reports/{id}/file-link): NOT_FOUND for another account’s run, CONFLICT until the run has succeeded.',
+    authScopes: { read: true },
+    rateLimit: 'read',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => issueFileLink(ctx.deps, ctx.viewer!, String(id)),
+  }),
   requestReport: t.field({
     type: RequestedReportRef,
     description:

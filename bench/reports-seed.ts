@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { ClickHouse } from '../src/adapters/clickhouse/index.js';
+import type { Database } from '../src/adapters/postgres/database.js';
 import type { Db } from '../src/adapters/postgres/db.js';
 import { historyTypeSql } from '../src/domain/reports/history-types.js';
 
@@ -178,8 +179,12 @@ export function planSeed(targetLegs: number, users: number, startMs: number, end
 const list = (values: readonly (string | bigint | number)[], quote: boolean) =>
   values.map((v) => (quote ? `'${String(v)}'` : String(v))).join(', ');
 
-/** The SQL pieces of the model for one dialect: arrays indexed by a leg's place in its cycle. */
-function dialect(kind: 'pg' | 'ch') {
+/**
+ * The SQL pieces of the model for one dialect: arrays indexed by a leg's place in its cycle, and
+ * the integer arithmetic and deterministic ids that other seeds written twice (Postgres and
+ * ClickHouse) share (bench/creator-analytics-seed.ts).
+ */
+export function dialect(kind: 'pg' | 'ch') {
   const arr = (values: readonly (string | bigint | number)[], quote: boolean) =>
     kind === 'pg'
       ? `(ARRAY[${list(values, quote)}]${quote ? '::text[]' : '::bigint[]'})`
@@ -272,13 +277,10 @@ export async function seededLegs(db: Db): Promise<number> {
 }
 
 /**
- * Seeds Postgres in one transaction that holds the legs shipper's advisory lock, and moves the
- * shipper's `legs` cursor past the seeded legs in the same transaction: the shipper never ships
- * them (ClickHouse gets them from `seedClickHouse`), and every leg written after ships as usual.
- * Refuses (throws) when legs written before are not shipped yet: moving the cursor would skip them.
- * Triggers are off for the transaction (`session_replication_role = replica`: the per-row balance
- * check and foreign keys would take hours over 10 million rows); the seed balances by construction
- * and the bench checks the books after. Returns the first leg id.
+ * Seeds Postgres in one seedLedgerTransaction (below: the shipper's `legs` cursor moves past the
+ * seeded legs, which ClickHouse gets from `seedClickHouse`; triggers off, so the per-row balance
+ * check does not take hours over 10 million rows); the seed balances by construction and the bench
+ * checks the books after. Returns the first leg id.
  */
 export async function seedPostgres(
   db: Db,
@@ -288,38 +290,8 @@ export async function seedPostgres(
 ): Promise<number> {
   const d = dialect('pg');
   const U = plan.users;
-  return db.transaction().execute(async (trx) => {
-    await sql`SET LOCAL session_replication_role = replica`.execute(trx);
-    await sql`SET LOCAL statement_timeout = 0`.execute(trx);
-    await sql`SELECT pg_advisory_xact_lock(hashtext('ledgerfeed:shipper:legs'))`.execute(trx);
-    const { rows: waiting } = await sql<{ n: string }>`
-      SELECT count(*)::text AS n FROM ledger_legs l, shipper_cursors c
-       WHERE c.stream = 'legs' AND (l.txid, l.id) > (c.last_txid, c.last_seq)`.execute(trx);
-    if (Number(waiting[0]!.n) > 0)
-      throw new Error(`${waiting[0]!.n} legs are not shipped yet: seed after them`);
-    const { rows: maxRows } = await sql<{
-      max: string | null;
-    }>`SELECT max(id)::text AS max FROM ledger_legs`.execute(trx);
-    const firstLegId = Number(maxRows[0]!.max ?? 0) + 1;
-
-    await sql
-      .raw(
-        `INSERT INTO accounts (id, handle, display_name, wallet_address, created_at)
-         SELECT ${d.uuid(UUID_PREFIX.account, 'u')}, 'bench_u' || u, 'Bench user ' || u,
-                'BenchWa11et' || lpad(u::text, 33, 'z'), to_timestamp(${plan.startMs / 1000 - 30 * 86_400})
-           FROM generate_series(0, ${U - 1}) AS u`,
-      )
-      .execute(trx);
-    await sql
-      .raw(
-        `INSERT INTO ledger_accounts (id, kind, account_id, currency)
-         SELECT ${d.uuid(UUID_PREFIX.usdcLedger, 'u')}, 'user', ${d.uuid(UUID_PREFIX.account, 'u')}, 'usdc'
-           FROM generate_series(0, ${U - 1}) AS u
-         UNION ALL
-         SELECT ${d.uuid(UUID_PREFIX.nativeLedger, 'u')}, 'user', ${d.uuid(UUID_PREFIX.account, 'u')}, 'native'
-           FROM generate_series(0, ${U - 1}) AS u`,
-      )
-      .execute(trx);
+  return seedLedgerTransaction(db, async (trx, firstLegId) => {
+    await seedUsers(trx, U, plan.startMs - 30 * 86_400_000);
 
     // Movements of the month, then the opening deposits (numbers M + u and M + U + u).
     const time = (ms: string) =>
@@ -388,6 +360,36 @@ export async function seedPostgres(
                      coalesce(sum(amount) FILTER (WHERE counts = 'earned'), 0) AS earned
                 FROM ledger_legs WHERE id >= ${firstLegId} GROUP BY ledger_account_id) AS s
        WHERE a.id = s.ledger_account_id AND a.kind = 'user'`.execute(trx);
+    return firstLegId;
+  });
+}
+
+/**
+ * Runs `seed` in one Postgres transaction that holds the legs shipper's advisory lock, with
+ * triggers off (`session_replication_role = replica`: per-row balance checks, counters and foreign
+ * keys would take hours over millions of rows; a seed is consistent by construction), and then
+ * moves the ledger_legs sequence and the shipper's `legs` cursor past every leg written: the
+ * shipper never ships them (the seed writes ClickHouse's side itself), and every leg written after
+ * ships as usual. Refuses (throws) when legs written before are not shipped yet: moving the cursor
+ * would skip them. `seed` gets the first free leg id.
+ */
+export async function seedLedgerTransaction<T>(
+  db: Db,
+  seed: (trx: Transaction<Database>, firstLegId: number) => Promise<T>,
+): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await sql`SET LOCAL session_replication_role = replica`.execute(trx);
+    await sql`SET LOCAL statement_timeout = 0`.execute(trx);
+    await sql`SELECT pg_advisory_xact_lock(hashtext('ledgerfeed:shipper:legs'))`.execute(trx);
+    const { rows: waiting } = await sql<{ n: string }>`
+      SELECT count(*)::text AS n FROM ledger_legs l, shipper_cursors c
+       WHERE c.stream = 'legs' AND (l.txid, l.id) > (c.last_txid, c.last_seq)`.execute(trx);
+    if (Number(waiting[0]!.n) > 0)
+      throw new Error(`${waiting[0]!.n} legs are not shipped yet: seed after them`);
+    const { rows: maxRows } = await sql<{
+      max: string | null;
+    }>`SELECT max(id)::text AS max FROM ledger_legs`.execute(trx);
+    const result = await seed(trx, Number(maxRows[0]!.max ?? 0) + 1);
     await sql`SELECT setval(pg_get_serial_sequence('ledger_legs', 'id'), (SELECT max(id) FROM ledger_legs))`.execute(
       trx,
     );
@@ -396,8 +398,38 @@ export async function seedPostgres(
       UPDATE shipper_cursors
          SET last_txid = pg_current_xact_id(), last_seq = (SELECT max(id) FROM ledger_legs), updated_at = now()
        WHERE stream = 'legs'`.execute(trx);
-    return firstLegId;
+    return result;
   });
+}
+
+/**
+ * Users 0 to `users` - 1 (handle userHandle(u), ids with UUID_PREFIX.account) created at
+ * `createdAtMs`, each with a USDC and a native ledger account, inside a seed transaction.
+ */
+export async function seedUsers(
+  trx: Transaction<Database>,
+  users: number,
+  createdAtMs: number,
+): Promise<void> {
+  const d = dialect('pg');
+  await sql
+    .raw(
+      `INSERT INTO accounts (id, handle, display_name, wallet_address, created_at)
+       SELECT ${d.uuid(UUID_PREFIX.account, 'u')}, 'bench_u' || u, 'Bench user ' || u,
+              'BenchWa11et' || lpad(u::text, 33, 'z'), to_timestamp(${createdAtMs / 1000})
+         FROM generate_series(0, ${users - 1}) AS u`,
+    )
+    .execute(trx);
+  await sql
+    .raw(
+      `INSERT INTO ledger_accounts (id, kind, account_id, currency)
+       SELECT ${d.uuid(UUID_PREFIX.usdcLedger, 'u')}, 'user', ${d.uuid(UUID_PREFIX.account, 'u')}, 'usdc'
+         FROM generate_series(0, ${users - 1}) AS u
+       UNION ALL
+       SELECT ${d.uuid(UUID_PREFIX.nativeLedger, 'u')}, 'user', ${d.uuid(UUID_PREFIX.account, 'u')}, 'native'
+         FROM generate_series(0, ${users - 1}) AS u`,
+    )
+    .execute(trx);
 }
 
 /**

@@ -103,6 +103,16 @@ const SMOKE_BENCHES: SmokeBench[] = [
       /^PASS: reports over [\d,]+ legs/m,
     ],
   },
+  {
+    script: 'bench:creator-analytics',
+    figures: [
+      /^ok ClickHouse: \d+ post_engagement, \d+ creator_earnings, \d+ creator_posts/m,
+      /^ok Σ creatorEarnings by source over .* = \d+ micro-USD; Σ of @bench_u0's earned legs in Postgres \d+$/m,
+      /^(PASS|MISS) creatorEarnings SOURCE, DAY, 400 days +p50 +\d+ ms, p95 +\d+ ms/m,
+      /^(PASS|MISS) audience, 90 days +p50 +\d+ ms, p95 +\d+ ms/m,
+      /^PASS: creator analytics over [\d,]+ rows/m,
+    ],
+  },
 ];
 
 /** Benches that a test file of their own runs in a short mode already (not run twice). */

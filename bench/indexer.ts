@@ -27,6 +27,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
+import type { ClickHouse } from '../src/adapters/clickhouse/index.js';
 import {
   buildTransfer,
   confirmMany,
@@ -37,7 +38,7 @@ import {
   type SignedForSend,
 } from '../src/adapters/solana/index.js';
 import type { App } from '../src/app/wiring.js';
-import { creatorEarnings } from '../src/app/analytics/analytics-reads.js';
+import { readCreatorEarnings } from '../src/app/analytics/creator-earnings.js';
 import { SHIP_BATCH_ROWS, shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import { intSetting } from './bench-settings.js';
@@ -274,14 +275,14 @@ async function benchEarnings(app: App, settings: Settings) {
   });
   const insertSeconds = seconds(insertStarted);
 
-  for (let i = 0; i < 3; i++) await creatorEarnings(app.clickhouse, creatorId(i), from, to, 'day'); // warm-up
+  for (let i = 0; i < 3; i++) await earningsPerDay(app.clickhouse, creatorId(i), from, to); // warm-up
   const latencies: number[] = [];
   let buckets = 0;
   let totalMicro = 0n;
   for (let i = 0; i < settings.queries; i++) {
     const creator = creatorId(Math.floor(Math.random() * CREATORS));
     const started = performance.now();
-    const points = await creatorEarnings(app.clickhouse, creator, from, to, 'day');
+    const points = await earningsPerDay(app.clickhouse, creator, from, to);
     latencies.push(performance.now() - started);
     buckets += points.length;
     totalMicro += points.reduce((sum, p) => sum + p.amountMicro, 0n);
@@ -295,6 +296,18 @@ async function benchEarnings(app: App, settings: Settings) {
     rowsPerCreator: settings.earnings / CREATORS,
     totalMicro,
   };
+}
+
+/** creatorEarnings' read at DAY in UTC, ungrouped (the dashboard's daily chart). */
+function earningsPerDay(ch: ClickHouse, creatorId: string, from: Date, to: Date) {
+  return readCreatorEarnings(ch, {
+    creatorId,
+    from,
+    to,
+    granularity: 'day',
+    timezone: 'UTC',
+    groupBy: 'none',
+  });
 }
 
 // ---------------------------------------------------------------- main

@@ -261,7 +261,9 @@ describe('creator reads', () => {
     const own = await h.gql(author, query, range);
     expect(own.errors).toBeUndefined();
     // Two replies, a quote and a repost of the author's post: 4 x $0.50.
-    expect(own.data.creatorEarnings).toEqual([{ bucket: `${today} 00:00:00`, amountUsdMicro: '2000000' }]);
+    expect(own.data.creatorEarnings).toEqual([
+      { bucket: `${today}T00:00:00.000Z`, amountUsdMicro: '2000000' },
+    ]);
     expect((await h.env.app.ledger.money(author.account.id)).totalEarnedMicro).toBe(2_000_000n);
     expect((await h.gql(finance, query, range)).data.creatorEarnings).toHaveLength(1);
     expect((await h.gql(fan, query, range)).errors?.[0]?.extensions.code).toBe('FORBIDDEN');

@@ -23,6 +23,7 @@ test('the document names every /api/v1 route with its errors', async () => {
     '/api/v1/finance/reconciliation',
     '/api/v1/me',
     '/api/v1/me/audience',
+    '/api/v1/me/earnings',
     '/api/v1/me/posts/earnings',
     '/api/v1/me/profile',
     '/api/v1/me/transactions',

@@ -231,9 +231,8 @@ async function loadEarnings(chartBox, tableBox) {
     );
   }
   // Every bucket of the range, zeros included, so the line does not bridge quiet hours.
-  const byBucket = new Map(
-    points.map((p) => [Date.parse(`${p.bucket.replace(' ', 'T')}Z`), p.amountUsdMicro]),
-  );
+  // bucket: an ISO 8601 UTC instant (the start of the hour or day; UTC here: no timezone asked).
+  const byBucket = new Map(points.map((p) => [Date.parse(p.bucket), p.amountUsdMicro]));
   const times = [];
   const values = [];
   for (let t = from.getTime(); t < to.getTime(); t += step) {

@@ -4,6 +4,7 @@ import type { StreamSlots } from '../stream-slots.js';
 import { registerAccountRoutes } from './accounts.routes.js';
 import { registerAudienceRoutes } from './audience.routes.js';
 import { createAuthHook } from './auth.hook.js';
+import { registerEarningsRoutes } from './earnings.routes.js';
 import { registerEngagementRoutes } from './engagement.routes.js';
 import { registerEventRoutes } from './events.routes.js';
 import type { FeedPages } from './feed-pages.js';
@@ -58,6 +59,7 @@ export function registerRestRoutes(
   registerEngagementRoutes(api, deps);
   registerFeedRoutes(api, deps, feedPages);
   registerTransactionRoutes(api, deps);
+  registerEarningsRoutes(api, deps);
   registerSendRoutes(api, deps);
   registerSwapRoutes(api, deps);
   registerWebhookRoutes(api, deps);

@@ -14,9 +14,10 @@ import { AppError } from '../../domain/errors.js';
 import { decodeSignedCursor, encodeSignedCursor } from '../../domain/pagination/signed-cursor.js';
 
 /**
- * What finance and creators read from ClickHouse: daily reconciliation totals, the exception list,
- * one transaction's movements and earnings over time (a post's: post-earnings.ts). Every read uses
- * FINAL (the tables are ReplacingMergeTrees: re-checks and re-shipped rows collapse to one).
+ * What finance and creators read from ClickHouse: daily reconciliation totals, the exception list
+ * and one transaction's movements (a creator's earnings: creator-earnings.ts; a post's:
+ * post-earnings.ts). Every read uses FINAL (the tables are ReplacingMergeTrees: re-checks and
+ * re-shipped rows collapse to one).
  *
  * Finality comes from Postgres instead: the payments by outbox state and the `not_finalized`
  * exceptions are read from chain_transactions when finance asks, not recorded by the reconciler.
@@ -80,11 +81,6 @@ export interface ChainTransactionView {
   error: string;
   movements: Array<{ owner: string; tokenAccount: string; mint: string; amountMicro: bigint }>;
   reconciliation: ReconciliationRow | null;
-}
-
-export interface EarningsPoint {
-  bucket: string;
-  amountMicro: bigint;
 }
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -400,29 +396,6 @@ export async function chainTransaction(
     })),
     reconciliation: verdict ? toRow(verdict) : null,
   };
-}
-
-export async function creatorEarnings(
-  ch: ClickHouse,
-  creatorId: string,
-  from: Date,
-  to: Date,
-  granularity: 'hour' | 'day',
-): Promise<EarningsPoint[]> {
-  const bucket = granularity === 'hour' ? 'toStartOfHour(created_at)' : 'toStartOfDay(created_at)';
-  const result = await ch.client.query({
-    query: `SELECT toString(${bucket}) AS bucket, toString(sum(amount)) AS amount
-              FROM ${ch.table('creator_earnings')} FINAL
-             WHERE creator_id = {creator:UUID}
-               AND created_at >= {from:DateTime64(3, 'UTC')} AND created_at < {to:DateTime64(3, 'UTC')}
-             GROUP BY bucket ORDER BY bucket`,
-    query_params: { creator: creatorId, from: from.getTime() / 1000, to: to.getTime() / 1000 },
-    format: 'JSONEachRow',
-  });
-  return (await result.json<{ bucket: string; amount: string }>()).map((row) => ({
-    bucket: row.bucket,
-    amountMicro: BigInt(row.amount),
-  }));
 }
 
 function toRow(row: Record<string, string>): ReconciliationRow {

@@ -1701,6 +1701,28 @@ const introspection = {
             },
             "isDeprecated": false,
             "deprecationReason": null
+          },
+          {
+            "name": "postId",
+            "args": [],
+            "type": {
+              "kind": "SCALAR",
+              "name": "ID",
+              "ofType": null
+            },
+            "isDeprecated": false,
+            "deprecationReason": null
+          },
+          {
+            "name": "source",
+            "args": [],
+            "type": {
+              "kind": "ENUM",
+              "name": "EarningsSource",
+              "ofType": null
+            },
+            "isDeprecated": false,
+            "deprecationReason": null
           }
         ],
         "inputFields": null,
@@ -1724,6 +1746,70 @@ const introspection = {
           },
           {
             "name": "HOUR",
+            "isDeprecated": false,
+            "deprecationReason": null
+          },
+          {
+            "name": "MONTH",
+            "isDeprecated": false,
+            "deprecationReason": null
+          },
+          {
+            "name": "WEEK",
+            "isDeprecated": false,
+            "deprecationReason": null
+          }
+        ],
+        "possibleTypes": null
+      },
+      {
+        "kind": "ENUM",
+        "name": "EarningsGroupBy",
+        "specifiedByURL": null,
+        "isOneOf": null,
+        "fields": null,
+        "inputFields": null,
+        "interfaces": null,
+        "enumValues": [
+          {
+            "name": "NONE",
+            "isDeprecated": false,
+            "deprecationReason": null
+          },
+          {
+            "name": "POST",
+            "isDeprecated": false,
+            "deprecationReason": null
+          },
+          {
+            "name": "SOURCE",
+            "isDeprecated": false,
+            "deprecationReason": null
+          }
+        ],
+        "possibleTypes": null
+      },
+      {
+        "kind": "ENUM",
+        "name": "EarningsSource",
+        "specifiedByURL": null,
+        "isOneOf": null,
+        "fields": null,
+        "inputFields": null,
+        "interfaces": null,
+        "enumValues": [
+          {
+            "name": "QUOTE",
+            "isDeprecated": false,
+            "deprecationReason": null
+          },
+          {
+            "name": "REPLY",
+            "isDeprecated": false,
+            "deprecationReason": null
+          },
+          {
+            "name": "REPOST",
             "isDeprecated": false,
             "deprecationReason": null
           }
@@ -4482,6 +4568,17 @@ const introspection = {
                 "deprecationReason": null
               },
               {
+                "name": "groupBy",
+                "type": {
+                  "kind": "ENUM",
+                  "name": "EarningsGroupBy",
+                  "ofType": null
+                },
+                "defaultValue": "NONE",
+                "isDeprecated": false,
+                "deprecationReason": null
+              },
+              {
                 "name": "handle",
                 "type": {
                   "kind": "NON_NULL",
@@ -4491,6 +4588,17 @@ const introspection = {
                     "kind": "SCALAR",
                     "ofType": null
                   }
+                },
+                "defaultValue": null,
+                "isDeprecated": false,
+                "deprecationReason": null
+              },
+              {
+                "name": "timezone",
+                "type": {
+                  "kind": "SCALAR",
+                  "name": "String",
+                  "ofType": null
                 },
                 "defaultValue": null,
                 "isDeprecated": false,

@@ -348,6 +348,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/earnings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Own USDC earnings per hour, day, week or month, optionally by source or post */
+        get: operations["listEarnings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/send": {
         parameters: {
             query?: never;
@@ -2679,6 +2696,103 @@ export interface operations {
             };
             /** @description Too Many Requests */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEarnings: {
+        parameters: {
+            query: {
+                /** @description Range start (included). An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in timezone */
+                from: string;
+                /** @description Range end (excluded; may be later than now). At most 31 days after from at hour, 400 days at day, 5 years at week and month. An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in timezone */
+                to: string;
+                /** @description Default day. Buckets start at the local hour, midnight, Monday or 1st in timezone */
+                granularity?: "hour" | "day" | "week" | "month";
+                /** @description An IANA time zone name; default UTC */
+                timezone?: string;
+                /** @description Default none: one total per bucket; source: per paid engagement (reply, quote, repost); post: per own post engaged with */
+                group_by?: "none" | "source" | "post";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Oldest first; buckets without earnings are absent */
+                        buckets: {
+                            /**
+                             * Format: date-time
+                             * @description The local start of the bucket as a UTC instant
+                             */
+                            bucket: string;
+                            /** @description Dollars: the USDC share of paid replies, quotes and reposts on own posts in the bucket, net of reversals. Creator-fund payouts (native tokens) and received sends are not included */
+                            amount_usd: number;
+                            /**
+                             * @description Present when group_by=source (null only for earnings shipped before sources were recorded, until `cli reindex`)
+                             * @enum {string|null}
+                             */
+                            source?: "reply" | "quote" | "repost" | null;
+                            /**
+                             * Format: uuid
+                             * @description Present when group_by=post
+                             */
+                            post_id?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -12,8 +12,11 @@ import {
   type PostEarningsRow,
   type PostStatsAnswer,
 } from '../../../app/analytics/post-earnings.js';
-import type { EarningsPoint } from '../../../app/analytics/analytics-reads.js';
-import { earningsFor } from '../../../app/analytics/guarded-analytics.js';
+import { creatorEarningsFor } from '../../../app/analytics/creator-earnings.js';
+import {
+  EARNINGS_RANGE_LIMITS,
+  type EarningsBucket as EarningsBucketRow,
+} from '../../../domain/analytics/earnings-period.js';
 import { builder } from '../builder.js';
 import { lastEdgeCursor, pageInfoOf, pageInput, withAfterArgument } from './page-args.js';
 import { postLoader } from './post-loaders.js';
@@ -25,14 +28,56 @@ import { PostRef } from './post.js';
  * may read any. Served from ClickHouse (schema/clickhouse/0005_creator_analytics.sql).
  */
 
+const limits = EARNINGS_RANGE_LIMITS;
+
 const EarningsGranularity = builder.enumType('EarningsGranularity', {
-  values: { HOUR: { value: 'hour' }, DAY: { value: 'day' } } as const,
+  values: {
+    HOUR: { value: 'hour', description: `Local hours; [from, to) at most ${limits.hour.label}.` },
+    DAY: { value: 'day', description: `From local midnight; at most ${limits.day.label}.` },
+    WEEK: { value: 'week', description: `From local Monday midnight; at most ${limits.week.label}.` },
+    MONTH: { value: 'month', description: `From the local 1st at midnight; at most ${limits.month.label}.` },
+  } as const,
 });
 
-const EarningsBucket = builder.objectRef<EarningsPoint>('EarningsBucket').implement({
+const EarningsGroupBy = builder.enumType('EarningsGroupBy', {
+  values: {
+    NONE: { value: 'none', description: 'One total per bucket.' },
+    SOURCE: { value: 'source', description: 'Per bucket and paid engagement (reply, quote, repost).' },
+    POST: { value: 'post', description: "Per bucket and the creator's post engaged with." },
+  } as const,
+});
+
+const EarningsSource = builder.enumType('EarningsSource', {
+  values: {
+    REPLY: { value: 'reply', description: "The creator's share of a paid reply to their post." },
+    QUOTE: { value: 'quote', description: "The creator's share of a paid quote of their post." },
+    REPOST: { value: 'repost', description: "The creator's share of a paid repost of their post." },
+  } as const,
+});
+
+const EarningsBucket = builder.objectRef<EarningsBucketRow>('EarningsBucket').implement({
   fields: (t) => ({
-    bucket: t.exposeString('bucket', { description: 'Start of the hour or day, UTC.' }),
-    amountUsdMicro: t.field({ type: 'MicroUsd', resolve: (p) => p.amountMicro }),
+    bucket: t.exposeString('bucket', {
+      description:
+        'Start of the bucket (the hour, local midnight, Monday or 1st in the asked timezone) as an ISO 8601 UTC instant.',
+    }),
+    amountUsdMicro: t.field({
+      type: 'MicroUsd',
+      description: 'The USDC earned in the bucket (and group), net of reversed payments.',
+      resolve: (p) => p.amountMicro,
+    }),
+    source: t.field({
+      type: EarningsSource,
+      nullable: true,
+      description:
+        'Set when grouped by SOURCE (null there only for earnings shipped before sources were recorded, until `cli reindex`).',
+      resolve: (p) => p.source,
+    }),
+    postId: t.id({
+      nullable: true,
+      description: "The creator's post the earning engagement was on; set when grouped by POST.",
+      resolve: (p) => p.postId,
+    }),
   }),
 });
 
@@ -40,20 +85,26 @@ builder.queryFields((t) => ({
   creatorEarnings: t.field({
     type: [EarningsBucket],
     description:
-      'Earnings (engagement shares, later fund payouts) per hour or day in [from, to). Own handle; finance/admin any.',
+      "The creator's USDC earnings (their share of paid replies, quotes and reposts on their posts) per bucket in [from, to), oldest first; buckets without earnings are absent. Creator-fund payouts (native tokens) and received sends are not included. Own handle; finance/admin any; another handle is FORBIDDEN. A range longer than the granularity allows is BAD_USER_INPUT.",
     authScopes: { read: true },
     args: {
       handle: t.arg.string({ required: true }),
       from: t.arg({ type: 'DateTime', required: true }),
       to: t.arg({ type: 'DateTime', required: true }),
       granularity: t.arg({ type: EarningsGranularity, required: true }),
+      timezone: t.arg.string({
+        description: 'An IANA time zone name (default UTC): where days, weeks and months start.',
+      }),
+      groupBy: t.arg({ type: EarningsGroupBy, defaultValue: 'none' }),
     },
     resolve: (_root, args, ctx) =>
-      earningsFor(ctx.deps, ctx.viewer!, {
+      creatorEarningsFor(ctx.deps, ctx.viewer!, {
         handle: args.handle,
         from: new Date(args.from),
         to: new Date(args.to),
         granularity: args.granularity,
+        timezone: args.timezone ?? null,
+        groupBy: args.groupBy ?? 'none',
       }),
   }),
 }));

@@ -1132,9 +1132,12 @@ describe('dashboards in Chromium', () => {
           page.waitForEvent('download'),
           row.locator('button.download').click(),
         ]);
+        expect(download.url()).toMatch(
+          new RegExp(`^${h.base}/api/v1/reports/${report.id}/file\\?expires=\\d+&signature=[0-9a-f]{64}`),
+        );
         const file = readFileSync(await download.path());
         expect(createHash('sha256').update(file).digest('hex')).toBe(report.sha256);
-        await expect(page.getAttribute('#period-file-link', 'data-verified')).resolves.toBe('true');
+        await expect(page.locator('#period-file-saved-sha256').textContent()).resolves.toBe(report.sha256);
       }
       await page.waitForSelector(`#periods-table tr[data-period="${cleanMonth}"][data-status="closed"]`);
       // Finance does not see Reopen.

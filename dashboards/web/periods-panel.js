@@ -1,6 +1,6 @@
 import { rest } from './lib/api.js';
 import { dateTime } from './lib/format.js';
-import { browserTimeZone, fetchRunFile, inZone, nextFollowRead, saveLink } from './lib/reports.js';
+import { browserTimeZone, downloadRunFile, inZone, nextFollowRead, savedFileFacts } from './lib/reports.js';
 import { el, messageOf, show } from './lib/ui.js';
 
 /*
@@ -335,8 +335,10 @@ export function periodsPanel({ role, exceptionsLink }) {
   }
 
   /**
-   * A frozen report's file: its run (GET /reports/{id}, readable by any finance account) gives the
-   * file's URL; the file is fetched with the key and refused unless its sha256 is the period's.
+   * A frozen report's file: its run (GET /reports/{id}, readable by any finance account) must carry
+   * the period's sha256; the browser then saves the file through a signed link as it arrives (a
+   * closed month's itemized ledger is gigabytes: the page never holds it), and the page shows the
+   * sha256 the saved file must have.
    */
   async function downloadReport(report, button, box) {
     button.disabled = true;
@@ -346,26 +348,8 @@ export function periodsPanel({ role, exceptionsLink }) {
       if (run.sha256 !== report.sha256) {
         throw new Error(`The run's sha256 (${run.sha256}) is not the period's (${report.sha256}).`);
       }
-      const { blob, fileName, verified } = await fetchRunFile(run);
-      const link = saveLink('period-file-link', blob, fileName, {
-        id: 'period-file-link',
-        'data-verified': String(verified === true),
-        'data-type': report.type,
-      });
-      show(box, 'ready', [
-        el('p', { role: 'status' }, [
-          'Saved: ',
-          link,
-          verified
-            ? el('span', { class: 'muted' }, ' (its sha256 matches the period’s)')
-            : el(
-                'span',
-                { class: 'muted' },
-                ' (sha256 not checked: the page is not on HTTPS, or the file is over 256 MB)',
-              ),
-        ]),
-      ]);
-      link.click();
+      await downloadRunFile(run);
+      show(box, 'ready', savedFileFacts(run, 'period-file'));
     } catch (error) {
       show(box, 'error', messageOf(error));
     } finally {

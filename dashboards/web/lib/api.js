@@ -53,15 +53,6 @@ export async function rest(method, path, { body, accept = 'application/json', he
   return restAt(`/api/v1${path}`, method, { body, accept, headers });
 }
 
-/**
- * A file the API serves under /api/v1 at a URL it gave (a report run's `file_url`), fetched with
- * the API key: the key travels in a header, which a plain link or navigation cannot send.
- */
-export async function download(url) {
-  if (!url.startsWith('/api/v1/')) throw new ApiError('error', `Not a file of this API: ${url}`, 0);
-  return restAt(url, 'GET', { accept: '*/*' });
-}
-
 async function restAt(url, method, { body, accept, headers = {} }) {
   let response;
   try {

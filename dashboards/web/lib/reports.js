@@ -1,4 +1,4 @@
-import { download, rest } from './api.js';
+import { rest } from './api.js';
 import { el } from './ui.js';
 
 /*
@@ -6,9 +6,8 @@ import { el } from './ui.js';
  * Idempotency-Key, follow it until it succeeds or fails, and download its file through a
  * short-lived signed link, which the browser's download manager streams to disk (a file of
  * gigabytes never passes through the page); the page shows the run's sha256 and size for the
- * person to check the saved file against. Shared by the finance page's Reports panel and the
- * creator page's Statements. (The Periods panel still fetches its frozen files with the key and
- * hashes them here: fetchRunFile.)
+ * person to check the saved file against. Shared by the finance page's Reports and Periods panels
+ * and the creator page's Statements.
  */
 
 /** The browser's IANA time zone, the default for every run asked from a page. */
@@ -190,46 +189,6 @@ export function savedFileFacts(run, idPrefix) {
       ' (check with sha256sum, shasum -a 256 or Get-FileHash -Algorithm SHA256; a file that differs is not the run’s).',
     ),
   ]);
-}
-
-/** The largest file whose sha256 the page computes (the digest reads the whole file into memory). */
-const VERIFY_MAX_BYTES = 256 * 1024 * 1024;
-
-/**
- * A succeeded run's file, fetched with the API key. `verified` is true when its sha256 equals the
- * run's, null when it could not be computed here (crypto.subtle needs HTTPS or localhost; a file
- * above 256 MB is not read twice); a mismatch is thrown, since that file is not the run's.
- */
-export async function fetchRunFile(run) {
-  const response = await download(run.file_url);
-  const blob = await response.blob();
-  const disposition = response.headers.get('content-disposition') ?? '';
-  const fileName = /filename="([^"]+)"/.exec(disposition)?.[1] ?? `report-${run.id}`;
-  let verified = null;
-  if (crypto.subtle && run.sha256 && blob.size <= VERIFY_MAX_BYTES) {
-    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', await blob.arrayBuffer()));
-    const hex = Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
-    if (hex !== run.sha256) {
-      throw new Error(
-        `The file downloaded (sha256 ${hex}) is not the run's (sha256 ${run.sha256}); it was not saved. Download again.`,
-      );
-    }
-    verified = true;
-  }
-  return { blob, fileName, verified };
-}
-
-/**
- * A link that saves `blob` as `fileName`, clicked once to save it now. The object URL of the
- * previous link made with the same `slot` is released (a report can be large).
- */
-const objectUrls = new Map();
-export function saveLink(slot, blob, fileName, attrs = {}) {
-  const old = objectUrls.get(slot);
-  if (old) URL.revokeObjectURL(old);
-  const href = URL.createObjectURL(blob);
-  objectUrls.set(slot, href);
-  return el('a', { href, download: fileName, ...attrs }, fileName);
 }
 
 /** A size in bytes as people read it ("12.3 kB"), decimal units. */

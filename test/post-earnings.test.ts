@@ -326,7 +326,7 @@ describe('postEarnings', () => {
 });
 
 describe('postStats', () => {
-  const STATS = `query ($id: ID!, $from: DateTime, $to: DateTime, $granularity: StatsGranularity, $timezone: String) {
+  const STATS = `query ($id: ID!, $from: DateTime, $to: DateTime, $granularity: EarningsGranularity, $timezone: String) {
     postStats(id: $id, from: $from, to: $to, granularity: $granularity, timezone: $timezone) {
       likes replies quotes reposts earnedUsdMicro
       series { bucket likes replies quotes reposts earnedUsdMicro }

@@ -1,3 +1,4 @@
+import { localBucketStart } from './local-buckets.js';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { AccountStore } from '../../domain/accounts/accounts.service.js';
 import {
@@ -62,19 +63,6 @@ export async function creatorEarningsFor(
   });
 }
 
-/**
- * The local start of each bucket as a Unix second. toTimeZone only relabels the instant, so the
- * day, Monday and 1st are the zone's; toDateTime(date, zone) is that date's local midnight (a
- * 23- or 25-hour day around a DST change; where midnight itself is skipped, the instant the clock
- * jumps to). toStartOfHour keeps the zone too (zones with :30 offsets start hours at :30 UTC).
- */
-const BUCKET_START: Record<EarningsGranularity, string> = {
-  hour: 'toUnixTimestamp(toStartOfHour(toTimeZone(created_at, {tz:String})))',
-  day: 'toUnixTimestamp(toDateTime(toDate(toTimeZone(created_at, {tz:String})), {tz:String}))',
-  week: 'toUnixTimestamp(toDateTime(toMonday(toTimeZone(created_at, {tz:String})), {tz:String}))',
-  month: 'toUnixTimestamp(toDateTime(toStartOfMonth(toTimeZone(created_at, {tz:String})), {tz:String}))',
-};
-
 const GROUP_COLUMN: Record<EarningsGroupBy, string | null> = {
   none: null,
   source: 'source',
@@ -97,7 +85,7 @@ export async function readCreatorEarnings(
   const groupSelect = group ? `, toString(${group}) AS grp` : '';
   const groupBy = group ? `, ${group}` : '';
   const result = await ch.client.query({
-    query: `SELECT ${BUCKET_START[query.granularity]} AS start${groupSelect},
+    query: `SELECT toUnixTimestamp(${localBucketStart(query.granularity, 'created_at')}) AS start${groupSelect},
                    toString(sum(amount)) AS amount
               FROM ${ch.table('creator_earnings')} FINAL
              WHERE creator_id = {creator:UUID}

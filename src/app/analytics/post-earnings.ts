@@ -1,3 +1,5 @@
+import { localBucketStart } from './local-buckets.js';
+import { requireEarningsRange, type EarningsGranularity } from '../../domain/analytics/earnings-period.js';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import { postAuthorId } from '../../adapters/postgres/post-authors.repository.js';
@@ -30,19 +32,6 @@ export const MAX_POST_EARNINGS_PAGE = 50;
 export const DEFAULT_POST_EARNINGS_PAGE = 20;
 
 export type PostEarningsOrder = 'earned' | 'engagement' | 'newest';
-
-export type StatsGranularity = 'hour' | 'day' | 'week' | 'month';
-
-/**
- * The widest range a series may cover, per granularity, in days (creatorEarnings' bounds, 5 years
- * as 1,827 days): a bound on the buckets one answer holds and on what one read scans.
- */
-export const MAX_SERIES_RANGE_DAYS: Record<StatsGranularity, number> = {
-  hour: 31,
-  day: 400,
-  week: 5 * 365 + 2,
-  month: 5 * 365 + 2,
-};
 
 /** What a post earned its author and the engagement it had, over a range (or its lifetime). */
 export interface PostActivity {
@@ -277,14 +266,14 @@ function decodePosition(
 export async function postActivity(
   ch: ClickHouse,
   post: { postId: string; authorId: string },
-  query: { range?: { from: Date; to: Date }; granularity?: StatsGranularity; timezone: string },
+  query: { range?: { from: Date; to: Date }; granularity?: EarningsGranularity; timezone: string },
 ): Promise<PostStatsAnswer> {
   const inRange = (column: string) =>
     query.range
       ? `AND ${column} >= {from:DateTime64(3, 'UTC')} AND ${column} < {to:DateTime64(3, 'UTC')}`
       : '';
   const bucketOf = (column: string) =>
-    query.granularity ? `toUnixTimestamp(${localStart(query.granularity, column)})` : 'toUInt32(0)';
+    query.granularity ? `toUnixTimestamp(${localBucketStart(query.granularity, column)})` : 'toUInt32(0)';
   const params = {
     post: post.postId,
     author: post.authorId,
@@ -347,26 +336,6 @@ function emptyActivity(): PostActivity {
   return { earnedMicro: 0n, likes: 0, replies: 0, quotes: 0, reposts: 0 };
 }
 
-/**
- * The start of `column`'s hour, day, week (Monday) or month in the zone `{tz:String}`, as a
- * DateTime whose instant is that local start (toUnixTimestamp of it is the UTC instant). Days,
- * weeks and months are calendar dates of the zone made into its local midnight, so a day of 23 or
- * 25 hours (a daylight-saving change) is one bucket.
- */
-export function localStart(granularity: StatsGranularity, column: string): string {
-  const local = `toTimeZone(${column}, {tz:String})`;
-  switch (granularity) {
-    case 'hour':
-      return `toStartOfHour(${local})`;
-    case 'day':
-      return `toDateTime(toDate(${local}), {tz:String})`;
-    case 'week':
-      return `toDateTime(toMonday(${local}), {tz:String})`;
-    case 'month':
-      return `toDateTime(toStartOfMonth(${local}), {tz:String})`;
-  }
-}
-
 // --- As a viewer asks: the look-ups, the access rule and the bounds, then the read above. ---
 
 /** postEarnings / GET /me/posts/earnings: the creator's own (finance and admin: anyone's). */
@@ -396,8 +365,8 @@ export async function postEarningsFor(
 
 /**
  * postStats: a post's engagement and earnings, its author's (finance and admin: any). Without a
- * range: lifetime. A granularity needs a range within MAX_SERIES_RANGE_DAYS of it; a range alone
- * is bounded like the widest series (months).
+ * range: lifetime. A granularity needs a range within creatorEarnings' bound for it
+ * (EARNINGS_RANGE_LIMITS); a range alone is bounded like the widest series (months).
  */
 export async function postStatsFor(
   deps: { db: Db; clickhouse: ClickHouse },
@@ -406,7 +375,7 @@ export async function postStatsFor(
   query: {
     from?: Date | null | undefined;
     to?: Date | null | undefined;
-    granularity?: StatsGranularity | null | undefined;
+    granularity?: EarningsGranularity | null | undefined;
     timezone?: string | null | undefined;
   } = {},
 ): Promise<PostStatsAnswer> {
@@ -426,7 +395,7 @@ export async function postStatsFor(
       field: 'granularity',
     });
   }
-  if (range) requireTimeRange(range.from, range.to, MAX_SERIES_RANGE_DAYS[granularity ?? 'month']);
+  if (range) requireEarningsRange(range.from, range.to, granularity ?? 'month');
   const timezone = parseTimezone(query.timezone ?? undefined);
   return postActivity(
     deps.clickhouse,

@@ -5049,7 +5049,7 @@ const introspection = {
                 "name": "granularity",
                 "type": {
                   "kind": "ENUM",
-                  "name": "StatsGranularity",
+                  "name": "EarningsGranularity",
                   "ofType": null
                 },
                 "defaultValue": null,
@@ -6848,38 +6848,6 @@ const introspection = {
         ],
         "interfaces": null,
         "enumValues": null,
-        "possibleTypes": null
-      },
-      {
-        "kind": "ENUM",
-        "name": "StatsGranularity",
-        "specifiedByURL": null,
-        "isOneOf": null,
-        "fields": null,
-        "inputFields": null,
-        "interfaces": null,
-        "enumValues": [
-          {
-            "name": "DAY",
-            "isDeprecated": false,
-            "deprecationReason": null
-          },
-          {
-            "name": "HOUR",
-            "isDeprecated": false,
-            "deprecationReason": null
-          },
-          {
-            "name": "MONTH",
-            "isDeprecated": false,
-            "deprecationReason": null
-          },
-          {
-            "name": "WEEK",
-            "isDeprecated": false,
-            "deprecationReason": null
-          }
-        ],
         "possibleTypes": null
       },
       {

@@ -122,15 +122,6 @@ const PostEarningsOrderEnum = builder.enumType('PostEarningsOrder', {
   } as const,
 });
 
-const StatsGranularityEnum = builder.enumType('StatsGranularity', {
-  values: {
-    HOUR: { value: 'hour', description: 'Ranges up to 31 days.' },
-    DAY: { value: 'day', description: 'Ranges up to 400 days.' },
-    WEEK: { value: 'week', description: 'Weeks from Monday; ranges up to 5 years (1,827 days).' },
-    MONTH: { value: 'month', description: 'Ranges up to 5 years (1,827 days).' },
-  } as const,
-});
-
 const activityFields = {
   earned: 'The author’s USDC share of the replies, quotes and reposts paid on the post, net of reversals.',
   likes: 'Likes minus unlikes.',
@@ -249,7 +240,7 @@ builder.queryFields((t) => ({
       id: t.arg.id({ required: true }),
       from: t.arg({ type: 'DateTime' }),
       to: t.arg({ type: 'DateTime' }),
-      granularity: t.arg({ type: StatsGranularityEnum }),
+      granularity: t.arg({ type: EarningsGranularity }),
       timezone: t.arg.string(),
     },
     resolve: (_root, args, ctx) =>

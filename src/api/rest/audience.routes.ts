@@ -4,23 +4,14 @@ import { audienceFor, MAX_AUDIENCE_RANGE_DAYS, TOP_SUPPORTERS } from '../../app/
 import { parseInstant } from '../../domain/reports/report-request.js';
 import { usdNumber } from '../http-views.js';
 import { authErrors, errorBody } from './schemas.js';
+import { rangeBounds } from './range-query.js';
 import { typedRoutes } from './typed-routes.js';
-
-const instant = {
-  type: 'string',
-  description:
-    'An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in UTC',
-} as const;
 
 const audienceQuery = {
   type: 'object',
   required: ['from', 'to'],
   properties: {
-    from: { ...instant, description: `Range start (included). ${instant.description}` },
-    to: {
-      ...instant,
-      description: `Range end (excluded; may be later than now), at most ${MAX_AUDIENCE_RANGE_DAYS} days after from. ${instant.description}`,
-    },
+    ...rangeBounds({ to: `at most ${MAX_AUDIENCE_RANGE_DAYS} days after from`, readIn: 'UTC' }),
   },
 } as const;
 

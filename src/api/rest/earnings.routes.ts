@@ -11,25 +11,19 @@ import {
 import { parseInstant, parseTimezone } from '../../domain/reports/report-request.js';
 import { usdNumber } from '../http-views.js';
 import { authErrors, errorBody } from './schemas.js';
+import { rangeBounds } from './range-query.js';
 import { typedRoutes } from './typed-routes.js';
 
 const limits = EARNINGS_RANGE_LIMITS;
-
-const instant = {
-  type: 'string',
-  description:
-    'An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in timezone',
-} as const;
 
 const earningsQuery = {
   type: 'object',
   required: ['from', 'to'],
   properties: {
-    from: { ...instant, description: `Range start (included). ${instant.description}` },
-    to: {
-      ...instant,
-      description: `Range end (excluded; may be later than now). At most ${limits.hour.label} after from at hour, ${limits.day.label} at day, ${limits.week.label} at week and month. ${instant.description}`,
-    },
+    ...rangeBounds({
+      to: `at most ${limits.hour.label} after from at hour, ${limits.day.label} at day, ${limits.week.label} at week and month`,
+      readIn: 'timezone',
+    }),
     granularity: {
       type: 'string',
       enum: EARNINGS_GRANULARITIES,

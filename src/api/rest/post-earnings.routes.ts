@@ -15,23 +15,14 @@ import { usdNumber } from '../http-views.js';
 import { feedItem } from './post-schemas.js';
 import { feedItemView } from './post-views.js';
 import { authErrors, errorBody } from './schemas.js';
+import { rangeBounds } from './range-query.js';
 import { typedRoutes } from './typed-routes.js';
-
-const instant = {
-  type: 'string',
-  description:
-    'An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in UTC',
-} as const;
 
 const earningsQuery = {
   type: 'object',
   required: ['from', 'to'],
   properties: {
-    from: { ...instant, description: `Range start (included). ${instant.description}` },
-    to: {
-      ...instant,
-      description: `Range end (excluded), at most ${MAX_POST_EARNINGS_RANGE_DAYS} days after from. ${instant.description}`,
-    },
+    ...rangeBounds({ to: `at most ${MAX_POST_EARNINGS_RANGE_DAYS} days after from`, readIn: 'UTC' }),
     order_by: {
       type: 'string',
       enum: ['earned', 'engagement', 'newest'],

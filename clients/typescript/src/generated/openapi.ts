@@ -1732,7 +1732,7 @@ export interface operations {
             query: {
                 /** @description Range start (included). An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in UTC */
                 from: string;
-                /** @description Range end (excluded), at most 400 days after from. An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in UTC */
+                /** @description Range end (excluded; may be later than now), at most 400 days after from. An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in UTC */
                 to: string;
                 /** @description Default earned. earned / engagement (likes + replies + quotes + reposts): highest first, posts with none in the range last; every order ends newest first, then by post id */
                 order_by?: "earned" | "engagement" | "newest";
@@ -2710,7 +2710,7 @@ export interface operations {
             query: {
                 /** @description Range start (included). An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in timezone */
                 from: string;
-                /** @description Range end (excluded; may be later than now). At most 31 days after from at hour, 400 days at day, 5 years at week and month. An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in timezone */
+                /** @description Range end (excluded; may be later than now), at most 31 days after from at hour, 400 days at day, 5 years at week and month. An ISO 8601 instant (2026-11-01T00:00:00Z, or with an offset), or YYYY-MM-DD[THH:mm[:ss]] read in timezone */
                 to: string;
                 /** @description Default day. Buckets start at the local hour, midnight, Monday or 1st in timezone */
                 granularity?: "hour" | "day" | "week" | "month";

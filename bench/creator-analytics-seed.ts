@@ -302,3 +302,53 @@ export async function seedCreatorClickHouse(
     );
   }
 }
+
+/** Leg ids of the rows written while the reads run: past every seeded one. */
+const LIVE_LEG_BASE = 300_000_000_000;
+
+/**
+ * One batch of what the shipper would write while creators read (bench:creator-analytics' writes
+ * during the reads): `likes` likes and `paid` paid engagements (reply, quote, repost in turn) at the
+ * current time on posts of every creator, each paid one with its creator_earnings row. One INSERT
+ * per table, as one shipper batch makes one part. Batch `seq` picks its posts and actors
+ * (deterministically, so both tables name the same ones).
+ */
+export async function insertLiveEngagement(
+  ch: ClickHouse,
+  plan: CreatorSeedPlan,
+  batch: { seq: number; likes: number; paid: number },
+): Promise<void> {
+  const d = dialect('ch');
+  const count = batch.likes + batch.paid;
+  if (count === 0) return;
+  const engagers = plan.accounts - plan.creators;
+  const rows = postsSql(
+    'ch',
+    plan,
+    `(SELECT (${batch.seq} * 7919 + number * 104729) % ${totalPosts(plan)} AS n FROM numbers(${count}))`,
+  ).replace(
+    'SELECT n,',
+    `SELECT n, rowNumberInAllBlocks() AS j,
+            ${plan.creators} + (${batch.seq} * 31 + rowNumberInAllBlocks() * 7) % ${engagers} AS actor,`,
+  );
+  const kinds = `['post.replied', 'post.quoted', 'post.reposted']`;
+  await ch.client.command({
+    query: `INSERT INTO ${ch.table('post_engagement')} (post_id, occurred_at, event_id, type, actor_id, delta)
+            SELECT ${d.uuid(PREFIX.post, 'n')}, now64(3, 'UTC'), generateUUIDv4(j),
+                   if(j < ${batch.likes}, 'post.liked', ${kinds}[(j - ${batch.likes}) % 3 + 1]),
+                   ${d.uuid(UUID_PREFIX.account, 'actor')}, 1
+              FROM (${rows})`,
+  });
+  if (batch.paid === 0) return;
+  await ch.client.command({
+    query: `INSERT INTO ${ch.table('creator_earnings')}
+              (creator_id, created_at, leg_id, movement_kind, amount, source, post_id, payer_id)
+            SELECT ${d.uuid(UUID_PREFIX.account, 'author')}, now64(3, 'UTC'),
+                   ${LIVE_LEG_BASE} + ${batch.seq} * 100000 + j,
+                   if((j - ${batch.likes}) % 3 = 2, 'repost', 'post'), toInt64(250000),
+                   ['reply', 'quote', 'repost'][(j - ${batch.likes}) % 3 + 1],
+                   ${d.uuid(PREFIX.post, 'n')}, ${d.uuid(UUID_PREFIX.account, 'actor')}
+              FROM (${rows})
+             WHERE j >= ${batch.likes}`,
+  });
+}

@@ -27,6 +27,10 @@
  * ClickHouse holds = the plan's; Σ of read 1's buckets (one range) = Σ of the creator's earned
  * legs in Postgres over that range, to the micro-dollar.
  *
+ * While the reads run, a writer inserts what the shipper would under a busy write path (300 likes/s
+ * + 100 paid engagements/s, BENCH_WRITE_LIKES / BENCH_WRITE_PAID, one batch every 250 ms): new
+ * parts in the newest partition that FINAL reads merge until background merges catch up.
+ *
  * Before the reads, the seeded parts are merged (OPTIMIZE ... FINAL: the state background merges
  * settle to; BENCH_MERGE=0 measures the parts as inserted, several per monthly partition).
  *
@@ -38,6 +42,7 @@ import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { intSetting, sized, SMOKE } from './bench-settings.js';
 import {
   accountUuid,
+  insertLiveEngagement,
   planCreatorSeed,
   seedCreatorClickHouse,
   seedCreatorPostgres,
@@ -257,6 +262,35 @@ runBench(async (bench) => {
     `\n${warmups} warm-up(s) then ${queries} calls of each read, one at a time, through POST /graphql ` +
       `(the creator's own key); target p95 < ${TARGET_P95_MS} ms`,
   );
+  // Writes while the reads run, as the shipper makes them under a busy write path (the load
+  // bench:read-under-writes names: 300 likes/s + 100 paid engagements/s), one batch every 250 ms:
+  // new parts in the newest partition, which every FINAL read over it merges until background
+  // merges catch up. BENCH_WRITE_LIKES / BENCH_WRITE_PAID (per second; 0 and 0: no writes).
+  const likesPerSecond = intSetting('BENCH_WRITE_LIKES', 300, 0, 40);
+  const paidPerSecond = intSetting('BENCH_WRITE_PAID', 100, 0, 20);
+  const writer = { batches: 0, rows: 0, engagement: 0, earnings: 0, failed: 0, stop: false, ms: 0 };
+  const writing = (async () => {
+    const started = performance.now();
+    for (let seq = 0; !writer.stop; seq++) {
+      const due = started + seq * 250;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      if (writer.stop) break;
+      const likes = Math.round(((seq + 1) * likesPerSecond) / 4) - Math.round((seq * likesPerSecond) / 4);
+      const paid = Math.round(((seq + 1) * paidPerSecond) / 4) - Math.round((seq * paidPerSecond) / 4);
+      try {
+        await insertLiveEngagement(ch, plan, { seq, likes, paid });
+        writer.batches++;
+        writer.rows += likes + 2 * paid;
+        writer.engagement += likes + paid;
+        writer.earnings += paid;
+      } catch (error) {
+        if (writer.failed++ === 0) bench.problem(`a write during the reads failed: ${String(error)}`);
+      }
+    }
+    writer.ms = performance.now() - started;
+  })();
+
   const results: string[] = [];
   let sumChecked = false;
   for (const read of reads) {
@@ -319,6 +353,31 @@ runBench(async (bench) => {
     );
     results.push(`${read.name.split(',')[0]} p95 ${formatMs(p95)} ms`);
   }
+  writer.stop = true;
+  await writing;
+  console.log(
+    `writes during the reads: ${writer.batches} batches, ${fmt(writer.rows)} rows into post_engagement and ` +
+      `creator_earnings over ${(writer.ms / 1000).toFixed(0)} s (${fmt(Math.round((writer.rows * 1000) / Math.max(1, writer.ms)))} rows/s; ` +
+      `asked ${likesPerSecond} likes/s + ${paidPerSecond} paid/s)${writer.failed > 0 ? `, ${writer.failed} failed` : ''}`,
+  );
+  const afterWrites = (
+    await (
+      await ch.client.query({
+        query: `SELECT toString((SELECT count() FROM ${ch.table('post_engagement')})) AS engagement,
+                       toString((SELECT count() FROM ${ch.table('creator_earnings')})) AS earnings`,
+        format: 'JSONEachRow',
+      })
+    ).json<{ engagement: string; earnings: string }>()
+  )[0];
+  const landed = bench.check(
+    Number(afterWrites?.engagement) === plan.events + writer.engagement &&
+      Number(afterWrites?.earnings) === plan.earnings + writer.earnings,
+  );
+  console.log(
+    `${landed ? 'ok' : 'FAIL'} the writes landed: ${afterWrites?.engagement} post_engagement, ` +
+      `${afterWrites?.earnings} creator_earnings (seeded + written: ${plan.events + writer.engagement}, ` +
+      `${plan.earnings + writer.earnings})`,
+  );
   if (statsSeries === 0) bench.problem('postStats: no call answered a bucket');
   if (!sumChecked) bench.problem('the Σ against Postgres was not checked (creatorEarnings by source failed)');
   if (SMOKE) console.log('(smoke: the figures above mean nothing)');

@@ -2,8 +2,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sql } from 'kysely';
+import pino from 'pino';
 import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { eventsShippedThrough } from '../src/app/creator-fund/engagement-source.js';
+import { planEpoch, settleEpoch, type CreatorFundDeps } from '../src/app/creator-fund/run-epoch.js';
 import { clickhouseTime, shipBatch } from '../src/app/indexer/event-shipper.js';
 import { reconcileRound } from '../src/app/indexer/reconciler.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
@@ -205,10 +209,11 @@ describe('dashboards in Chromium', () => {
 
       await page.goto(`${h.base}/dashboard/creator`);
       await page.waitForSelector('#earnings-chart[data-state="empty"]');
-      await page.waitForSelector('#top-by-earnings');
-      await expect(page.locator('#top-by-earnings tbody tr .earned').first().textContent()).resolves.toBe(
-        '$0.00',
-      );
+      await expect(page.locator('#earnings-total').textContent()).resolves.toBe('$0.00');
+      await page.waitForSelector('#posts[data-state="ready"] #posts-table');
+      await expect(
+        page.locator(`#posts-table tr[data-post-id="${postId}"] .earned`).textContent(),
+      ).resolves.toBe('$0.00');
       await expect(page.locator('#total-spent').textContent()).resolves.toBe('$1.00');
       await shoot('creator-before');
 
@@ -230,13 +235,18 @@ describe('dashboards in Chromium', () => {
       const label = (await page.getAttribute('#earnings-chart figure.chart', 'aria-label'))!;
       expect(label).toContain('$2.00 in total');
       await expect(page.locator('#total-earned').textContent()).resolves.toBe('$2.00');
-      const top = page.locator(`#top-by-earnings tr[data-post-id="${postId}"]`);
+      await page.waitForSelector('#posts[data-state="ready"]');
+      const top = page.locator(`#posts-table tr[data-post-id="${postId}"]`);
       await expect(top.locator('.earned').textContent()).resolves.toBe('$2.00');
-      await expect(
-        page.locator('#top-by-engagement tbody tr').first().getAttribute('data-post-id'),
-      ).resolves.toBe(postId);
+      await page.click('#posts-sort [data-order="ENGAGEMENT"]');
+      await page.waitForSelector('#posts[data-order="ENGAGEMENT"][data-state="ready"]');
+      await expect(page.locator('#posts-table tbody tr').first().getAttribute('data-post-id')).resolves.toBe(
+        postId,
+      );
       await page.click('#earnings-table summary');
-      await expect(page.locator('#earnings-table tbody td.num').first().textContent()).resolves.toBe('$2.00');
+      await expect(page.locator('#earnings-table tbody td.total').first().textContent()).resolves.toBe(
+        '$2.00',
+      );
 
       // Each transaction links its swap_tx to the explorer's custom-cluster form with our RPC.
       const links = page.locator('#tx-table a[href*="explorer.solana.com/tx/"]');
@@ -270,7 +280,8 @@ describe('dashboards in Chromium', () => {
       await expect(page.locator('#native-balance').textContent()).resolves.toBe('0');
       await shoot('creator-after');
 
-      await page.click('[data-granularity="DAY"]');
+      await page.click('[data-range="24h"]');
+      await page.waitForSelector('#range-summary[data-granularity="HOUR"]');
       await page.waitForSelector('#earnings-chart[data-state="ready"] canvas');
       expect(await page.getAttribute('#earnings-chart figure.chart', 'aria-label')).toContain(
         '$2.00 in total',
@@ -555,6 +566,341 @@ describe('dashboards in Chromium', () => {
         page.off('request', onRequest);
         await page.unroute('**/graphql');
       }
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'creator dashboard: over 30 d and a custom range in a time zone, the earnings by source, the posts (sorted, paged by the API cursors) and the audience are the API answers; the fund share of a paid epoch',
+    async () => {
+      const app = h.env.app;
+      const analyst = await h.member('e2e_analyst', 30_000_000n);
+      const [fanA, fanB] = await Promise.all([
+        h.member('e2e_fan_a', 20_000_000n),
+        h.member('e2e_fan_b', 20_000_000n),
+      ]);
+      const ok = async (who: Member, method: string, url: string, body?: unknown) => {
+        const response = await h.call(who, method, url, body);
+        expect(response.status, await response.clone().text()).toBeLessThan(300);
+        return response;
+      };
+      // 12 posts: two pages of the table (10 a page).
+      const ids: string[] = [];
+      for (let i = 1; i <= 12; i++) {
+        const response = await ok(analyst, 'POST', '/posts', { type: 'post', content: `analysis ${i}` });
+        ids.push(((await response.json()) as { id: string }).id);
+      }
+      await paymentsSettled(app.db);
+      const dbNow = async () =>
+        (await sql<{ now: Date }>`SELECT clock_timestamp() AS now`.execute(app.db)).rows[0]!.now;
+      const epochStart = await dbNow();
+      const [p1, p2, p3, p4] = ids as [string, string, string, string];
+      await ok(fanA, 'POST', '/posts', { type: 'reply', content: 'one', parent_id: p1 });
+      await ok(fanA, 'POST', '/posts', { type: 'reply', content: 'two', parent_id: p1 });
+      await ok(fanA, 'POST', '/posts', { type: 'quote', content: 'see this', quoted_post_id: p2 });
+      await ok(fanA, 'POST', `/posts/${p3}/repost`);
+      await ok(fanA, 'POST', `/posts/${p4}/like`);
+      await ok(fanB, 'POST', '/posts', { type: 'reply', content: 'three', parent_id: p2 });
+      await ok(fanB, 'POST', `/posts/${p1}/repost`);
+      await ok(fanB, 'POST', `/posts/${p1}/like`);
+      await ok(fanA, 'POST', '/users/e2e_analyst/follow');
+      await ok(fanB, 'POST', '/users/e2e_analyst/follow');
+      await settleShipReconcile();
+
+      // A creator-fund epoch over that engagement, paid on chain: the analyst's share shows per epoch.
+      const fundDeps: CreatorFundDeps = { ...app, logger: pino({ level: 'silent' }) };
+      const epochEnd = new Date((await dbNow()).getTime() + 1);
+      await until(
+        'the epoch shipped to ClickHouse',
+        () => eventsShippedThrough(app.db, epochEnd),
+        (shipped) => shipped,
+        30_000,
+      );
+      const plan = await planEpoch(fundDeps, { start: epochStart, end: epochEnd });
+      expect(plan.outcome).toBe('planned');
+      await settleEpoch(fundDeps, plan);
+      await settleShipReconcile();
+
+      type Range = { from: string; to: string; granularity: string; timezone: string };
+      const rangeOnPage = async (): Promise<Range> => {
+        const summary = page.locator('#range-summary[data-state="ready"]');
+        return {
+          from: (await summary.getAttribute('data-from'))!,
+          to: (await summary.getAttribute('data-to'))!,
+          granularity: (await summary.getAttribute('data-granularity'))!,
+          timezone: (await summary.getAttribute('data-timezone'))!,
+        };
+      };
+      const gql = async (query: string, variables: Record<string, unknown>): Promise<Record<string, any>> => {
+        const { data, errors } = await h.gql(analyst, query, variables);
+        expect(errors).toBeUndefined();
+        return data as Record<string, any>;
+      };
+      const POSTS = `query ($h: String!, $from: DateTime!, $to: DateTime!, $o: PostEarningsOrder!, $after: String) {
+        postEarnings(handle: $h, from: $from, to: $to, orderBy: $o, first: 10, after: $after) {
+          edges { cursor node { postId earnedUsdMicro likes replies quotes reposts } } pageInfo { hasNextPage endCursor } } }`;
+      type PostRow = {
+        postId: string;
+        earnedUsdMicro: string;
+        likes: number;
+        replies: number;
+        quotes: number;
+        reposts: number;
+      };
+      /** Every page of postEarnings in `order`, as the API's cursors walk it. */
+      const apiPages = async (range: Range, order: string) => {
+        const pages: PostRow[][] = [];
+        let after: string | null = null;
+        do {
+          const { postEarnings } = (await gql(POSTS, {
+            h: 'e2e_analyst',
+            from: range.from,
+            to: range.to,
+            o: order,
+            after,
+          })) as {
+            postEarnings: {
+              edges: Array<{ node: PostRow }>;
+              pageInfo: { hasNextPage: boolean; endCursor: string | null };
+            };
+          };
+          pages.push(postEarnings.edges.map((e) => e.node));
+          after = postEarnings.pageInfo.hasNextPage ? postEarnings.pageInfo.endCursor : null;
+        } while (after);
+        return pages;
+      };
+      const tableRows = () =>
+        page.locator('#posts-table tbody tr').evaluateAll((rows) =>
+          rows.map((row) => ({
+            postId: row.getAttribute('data-post-id'),
+            earned: row.querySelector('.earned')?.textContent,
+            counts: ['.likes', '.replies', '.quotes', '.reposts'].map((c) =>
+              Number(row.querySelector(c)?.textContent),
+            ),
+          })),
+        );
+      const asShown = (rows: PostRow[]) =>
+        rows.map((r) => ({
+          postId: r.postId,
+          earned: usdText(BigInt(r.earnedUsdMicro)),
+          counts: [r.likes, r.replies, r.quotes, r.reposts],
+        }));
+      const postsReady = (order: string, pageNo: number) =>
+        page.waitForSelector(`#posts[data-order="${order}"][data-page="${pageNo}"][data-state="ready"]`);
+
+      /** The page's totals, per-source sums, first page of posts and audience equal the API's for `range`. */
+      const pageMatchesApi = async (range: Range) => {
+        await page.waitForSelector('#earnings-chart[data-state="ready"]');
+        await page.waitForSelector('#audience[data-state="ready"]');
+        const { creatorEarnings: buckets } = await gql(
+          `query ($h: String!, $from: DateTime!, $to: DateTime!, $g: EarningsGranularity!, $tz: String) {
+             creatorEarnings(handle: $h, from: $from, to: $to, granularity: $g, timezone: $tz, groupBy: SOURCE) { bucket source amountUsdMicro } }`,
+          { h: 'e2e_analyst', from: range.from, to: range.to, g: range.granularity, tz: range.timezone },
+        );
+        const sums = { REPLY: 0n, QUOTE: 0n, REPOST: 0n } as Record<string, bigint>;
+        for (const b of buckets as Array<{ source: string; amountUsdMicro: string }>)
+          sums[b.source] = (sums[b.source] ?? 0n) + BigInt(b.amountUsdMicro);
+        const total = Object.values(sums).reduce((a, b) => a + b, 0n);
+        // 3 replies, 1 quote, 2 reposts paid: every source is there.
+        expect(Object.values(sums).every((v) => v > 0n)).toBe(true);
+        await expect(page.locator('#earnings-total').textContent()).resolves.toBe(usdText(total));
+        await expect(page.locator('#earnings-source-reply').textContent()).resolves.toBe(
+          usdText(sums.REPLY!),
+        );
+        await expect(page.locator('#earnings-source-quote').textContent()).resolves.toBe(
+          usdText(sums.QUOTE!),
+        );
+        await expect(page.locator('#earnings-source-repost').textContent()).resolves.toBe(
+          usdText(sums.REPOST!),
+        );
+        expect(await page.getAttribute('#earnings-chart figure.chart', 'aria-label')).toContain(
+          `${usdText(total)} in total`,
+        );
+
+        await postsReady('EARNED', 1);
+        const [first] = await apiPages(range, 'EARNED');
+        expect(await tableRows()).toEqual(asShown(first!));
+
+        const { audience } = await gql(
+          `query ($h: String!, $from: DateTime!, $to: DateTime!) { audience(handle: $h, from: $from, to: $to) {
+             uniqueEngagers payingEngagers newFollowers topSupporters { handle paidUsdMicro } } }`,
+          { h: 'e2e_analyst', from: range.from, to: range.to },
+        );
+        expect(audience).toMatchObject({ uniqueEngagers: 2, payingEngagers: 2, newFollowers: 2 });
+        await expect(page.locator('#audience-unique').textContent()).resolves.toBe(
+          String(audience.uniqueEngagers),
+        );
+        await expect(page.locator('#audience-paying').textContent()).resolves.toBe(
+          String(audience.payingEngagers),
+        );
+        await expect(page.locator('#audience-followers').textContent()).resolves.toBe(
+          String(audience.newFollowers),
+        );
+        const supporters = await page
+          .locator('#top-supporters tbody tr')
+          .evaluateAll((rows) =>
+            rows.map((row) => [
+              row.querySelector('.handle')?.textContent,
+              row.querySelector('.paid')?.textContent,
+            ]),
+          );
+        expect(supporters).toEqual(
+          (audience.topSupporters as Array<{ handle: string; paidUsdMicro: string }>).map((s) => [
+            `@${s.handle}`,
+            usdText(BigInt(s.paidUsdMicro)),
+          ]),
+        );
+        return total;
+      };
+
+      await signInWith(analyst.key);
+      await page.goto(`${h.base}/dashboard/creator`);
+      const browserZone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+      // 7 d, then 30 d: each click asks again, for its own range.
+      await page.click('[data-range="7d"]');
+      await page.waitForSelector('#range-summary[data-state="ready"][data-granularity="DAY"]');
+      await page.click('[data-range="30d"]');
+      await page.waitForURL((url) => url.searchParams.get('range') === '30d');
+      expect(new URL(page.url()).searchParams.get('tz')).toBe(browserZone);
+      const thirty = await rangeOnPage();
+      expect(thirty).toMatchObject({ granularity: 'DAY', timezone: browserZone });
+      // 30 local days up to the end of today (a DST change makes one of them 23 or 25 hours).
+      const span = Date.parse(thirty.to) - Date.parse(thirty.from);
+      expect(Math.abs(span - 30 * 86_400_000)).toBeLessThanOrEqual(3_600_000);
+      expect(Date.parse(thirty.to)).toBeGreaterThan(Date.now());
+      expect(Date.parse(thirty.to) - Date.now()).toBeLessThanOrEqual(86_400_000 + 3_600_000);
+      const thirtyTotal = await pageMatchesApi(thirty);
+      await shoot('creator-analytics-30d');
+
+      // Sorting and paging: every order walks the posts as the API's cursors do, Previous included.
+      for (const order of ['ENGAGEMENT', 'NEWEST', 'EARNED']) {
+        await page.click(`#posts-sort [data-order="${order}"]`);
+        await postsReady(order, 1);
+        const pages = await apiPages(thirty, order);
+        expect(pages.map((p) => p.length)).toEqual([10, 2]);
+        expect(await tableRows()).toEqual(asShown(pages[0]!));
+        await expect(page.locator('#posts-previous').isDisabled()).resolves.toBe(true);
+        await page.click('#posts-next');
+        await postsReady(order, 2);
+        expect(await tableRows()).toEqual(asShown(pages[1]!));
+        await expect(page.locator('#posts-next').isDisabled()).resolves.toBe(true);
+        await page.click('#posts-previous');
+        await postsReady(order, 1);
+        expect(await tableRows()).toEqual(asShown(pages[0]!));
+      }
+      // NEWEST is the order the posts were made in, newest first.
+      await page.click('#posts-sort [data-order="NEWEST"]');
+      await postsReady('NEWEST', 1);
+      expect((await tableRows()).map((r) => r.postId)).toEqual(ids.slice(2).reverse());
+      await page.click('#posts-sort [data-order="EARNED"]');
+      await postsReady('EARNED', 1);
+
+      // A time zone (a half-hour one) and custom days: yesterday and today there, hour by hour.
+      const ZONE = 'Asia/Kolkata';
+      const OFFSET = '+05:30';
+      const kolkataDay = (ms: number) => new Date(ms + 5.5 * 3_600_000).toISOString().slice(0, 10);
+      const todayThere = kolkataDay(Date.now());
+      const yesterday = kolkataDay(Date.parse(`${todayThere}T00:00:00${OFFSET}`) - 1);
+      const tomorrow = kolkataDay(Date.parse(`${todayThere}T00:00:00${OFFSET}`) + 86_400_000);
+      await page.fill('#range-timezone', ZONE);
+      await page.locator('#range-timezone').dispatchEvent('change');
+      await page.waitForSelector(`#range-summary[data-timezone="${ZONE}"]`);
+      await page.click('[data-range="custom"]');
+      await page.fill('#range-from', yesterday);
+      await page.fill('#range-to', todayThere);
+      await page.click('#range-apply');
+      const expected = {
+        from: new Date(`${yesterday}T00:00:00${OFFSET}`).toISOString(),
+        to: new Date(`${tomorrow}T00:00:00${OFFSET}`).toISOString(),
+        granularity: 'HOUR',
+        timezone: ZONE,
+      };
+      await page.waitForSelector(`#range-summary[data-from="${expected.from}"][data-to="${expected.to}"]`);
+      expect(await rangeOnPage()).toEqual(expected);
+      expect(Object.fromEntries(new URL(page.url()).searchParams)).toEqual({
+        range: 'custom',
+        tz: ZONE,
+        from: yesterday,
+        to: todayThere,
+      });
+      // Everything happened in the last minutes: the same money as over 30 days.
+      expect(await pageMatchesApi(expected)).toBe(thirtyTotal);
+      await shoot('creator-analytics-custom');
+
+      // A reload keeps the range.
+      await page.reload();
+      await page.waitForSelector('#range-summary[data-state="ready"]');
+      expect(await rangeOnPage()).toEqual(expected);
+      await expect(page.locator('#range-from').inputValue()).resolves.toBe(yesterday);
+      await expect(page.getAttribute('[data-range="custom"]', 'aria-pressed')).resolves.toBe('true');
+      await pageMatchesApi(expected);
+
+      // A zone the browser does not know is flagged on its field and never sent.
+      await page.fill('#range-timezone', 'Mars/Olympus');
+      await page.locator('#range-timezone').dispatchEvent('change');
+      await page.waitForSelector('#range-summary[data-state="invalid"]');
+      await expect(page.getAttribute('#range-timezone', 'aria-invalid')).resolves.toBe('true');
+      await expect(page.locator('#range-error').textContent()).resolves.toContain('Unknown time zone');
+      await page.fill('#range-timezone', ZONE);
+      await page.locator('#range-timezone').dispatchEvent('change');
+      await page.waitForSelector('#range-summary[data-state="ready"]');
+
+      // Longer than postEarnings and audience answer (400 days): their refusal in the API's words,
+      // while the earnings (per month, up to 5 years) still show.
+      const longFrom = `${Number(todayThere.slice(0, 4)) - 2}-01-01`;
+      await page.fill('#range-from', longFrom);
+      await page.click('#range-apply');
+      await page.waitForSelector('#range-summary[data-granularity="MONTH"]');
+      const long = await rangeOnPage();
+      await page.waitForSelector('#posts[data-state="error"]');
+      const refusal = await h.gql(analyst, POSTS, {
+        h: 'e2e_analyst',
+        from: long.from,
+        to: long.to,
+        o: 'EARNED',
+      });
+      expect(refusal.errors?.[0]?.message).toBeTruthy();
+      await expect(page.locator('#posts [role=alert] p').textContent()).resolves.toBe(
+        refusal.errors![0]!.message,
+      );
+      await page.waitForSelector('#earnings-chart[data-state="ready"]');
+      await expect(page.locator('#earnings-total').textContent()).resolves.toBe(usdText(thirtyTotal));
+
+      // The fund panel: the analyst's share of the epoch beside the fund's total.
+      const { creatorFundEpochs } = await gql(
+        '{ creatorFundEpochs(limit: 5) { start paidNative myShare { tokensNative score epochScore swapTx status } } }',
+        {},
+      );
+      const epoch = creatorFundEpochs[0];
+      expect(new Date(epoch.start).getTime()).toBe(epochStart.getTime());
+      expect(epoch.myShare).not.toBeNull();
+      const row = page.locator('#fund-epochs tbody tr').first();
+      const [whole, fraction = ''] = (epoch.myShare.tokensNative as string).split('.');
+      const shareUnits = BigInt(whole!) * TOKEN + BigInt(fraction.padEnd(9, '0'));
+      expect(shareUnits).toBeGreaterThan(0n);
+      await expect(row.locator('.share-tokens').textContent()).resolves.toBe(tokenText(shareUnits));
+      await expect(row.locator('.share-score').textContent()).resolves.toBe(
+        `score ${epoch.myShare.score} of ${epoch.myShare.epochScore}`,
+      );
+      expect(await row.locator('.share-payout a').getAttribute('href')).toContain(
+        `/tx/${epoch.myShare.swapTx}?`,
+      );
+      expect(['confirmed', 'finalized']).toContain(
+        await row.locator('.tx-state').getAttribute('data-status'),
+      );
+
+      // Phone width: the picker, the tables and the cards fit.
+      await page.setViewportSize({ width: 390, height: 844 });
+      // The chart follows its box's width through a ResizeObserver, a frame or two after the resize.
+      await page
+        .waitForFunction(() => document.documentElement.scrollWidth <= window.innerWidth, null, {
+          timeout: 5_000,
+        })
+        .catch(() => undefined);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+      await shoot('creator-analytics-phone');
+      await page.setViewportSize({ width: 1280, height: 900 });
     },
     TIMEOUT,
   );

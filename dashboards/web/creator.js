@@ -1,26 +1,28 @@
+import { audiencePanel } from './audience-panel.js';
+import { rangePicker } from './date-range-picker.js';
+import { earningsPanel } from './earnings-panel.js';
 import { loadFundPanel } from './fund-panel.js';
 import { gql } from './lib/api.js';
-import { timeChart } from './lib/chart.js';
-import { dateTime, dollarsForChart, short, tokens, usd, usdDecimal } from './lib/format.js';
+import { choiceFromQuery } from './lib/date-range.js';
+import { dateTime, short, tokens, usd, usdDecimal } from './lib/format.js';
+import { stateBadge } from './lib/tx-state.js';
 import { el, initHeader, messageOf, requireKey, show, card } from './lib/ui.js';
+import { postEarningsTable } from './post-earnings-table.js';
 import { statementsPanel } from './statements-panel.js';
 import { swapForm } from './swap-form.js';
 
 /*
- * Creator dashboard: balances (USDC and native tokens), earnings over time (direct engagement
- * shares, from ClickHouse via creatorEarnings), earnings by source and the creator fund's epochs,
- * the swap form (native tokens -> USDC), top posts (from the ledger via viewer.topPosts) and recent
- * transactions, each with the state of its chain transaction (pending, confirmed, finalized,
- * failed) and linked to the block explorer, and monthly statements (statements-panel.js).
+ * Creator dashboard: balances (USDC and native tokens); over a chosen range and time zone
+ * (date-range-picker.js, kept in the address) the earnings stacked by source (earnings-panel.js),
+ * every post's earnings and engagement (post-earnings-table.js) and the audience
+ * (audience-panel.js); the creator fund's epochs with the viewer's share of each (fund-panel.js),
+ * the swap form (native tokens -> USDC), recent transactions, each with the state of its chain
+ * transaction (pending, confirmed, finalized, failed) and linked to the block explorer, and monthly
+ * statements (statements-panel.js).
  */
 
 const page = document.getElementById('page');
 initHeader();
-const RANGES = {
-  HOUR: { label: 'Last 48 hours', ms: 48 * 3_600_000 },
-  DAY: { label: 'Last 30 days', ms: 30 * 86_400_000 },
-};
-let granularity = 'HOUR';
 let handle;
 let explorerTemplate;
 /** The native balance last read (base units, BigInt), for the swap form's own checks. */
@@ -41,34 +43,21 @@ async function render() {
   explorerTemplate = data.chainInfo.explorerTxUrlTemplate;
   const v = data.viewer;
   nativeAvailable = BigInt(v.nativeTokens);
-  const chartBox = el('div', { id: 'earnings-chart', 'aria-live': 'polite' });
-  const tableBox = el('div', { id: 'earnings-table' });
-  const topBox = el('div', { id: 'top-posts', 'aria-live': 'polite' });
+  const earnings = earningsPanel({ handle });
+  const posts = postEarningsTable({ handle });
+  const audience = audiencePanel({ handle });
+  let range = null;
+  const picker = rangePicker({
+    initial: choiceFromQuery(location.search),
+    onChange: (next) => {
+      range = next;
+      void Promise.all([earnings.load(range), posts.setRange(range), audience.load(range)]);
+    },
+  });
   const txBox = el('div', { id: 'transactions', 'aria-live': 'polite' });
   const fundBox = el('div', { id: 'fund-area', 'aria-live': 'polite' }, [
     el('p', { class: 'state loading' }, 'Loading earnings by source…'),
   ]);
-  const toggle = el(
-    'div',
-    { class: 'segmented', role: 'group', 'aria-label': 'Granularity' },
-    Object.entries({ HOUR: 'Hourly', DAY: 'Daily' }).map(([value, label]) =>
-      el(
-        'button',
-        {
-          type: 'button',
-          'data-granularity': value,
-          'aria-pressed': String(value === granularity),
-          onclick: () => {
-            granularity = value;
-            for (const b of toggle.querySelectorAll('button'))
-              b.setAttribute('aria-pressed', String(b.dataset.granularity === value));
-            void loadEarnings(chartBox, tableBox);
-          },
-        },
-        label,
-      ),
-    ),
-  );
   const refresh = el(
     'button',
     { type: 'button', class: 'secondary', id: 'refresh', onclick: () => void refreshAll() },
@@ -86,20 +75,19 @@ async function render() {
       ]),
     ]),
     el('section', { class: 'card', 'aria-labelledby': 'earn-title' }, [
-      el('div', { class: 'section-head' }, [
-        el('h2', { id: 'earn-title' }, 'Earnings over time'),
-        el('div', { class: 'row' }, [toggle, refresh]),
-      ]),
+      el('div', { class: 'section-head' }, [el('h2', { id: 'earn-title' }, 'Earnings'), refresh]),
+      picker.element,
       el(
         'p',
         { class: 'muted' },
-        'Your USDC share of replies, quotes and reposts of your posts (creator-fund payouts are native tokens: see "Earnings by source" below). The chart trails the ledger by a few seconds.',
+        'Your USDC share of replies, quotes and reposts of your posts, by source (creator-fund payouts are native tokens: see "Direct shares and the creator fund" below). Trails the ledger by a few seconds.',
       ),
-      chartBox,
-      tableBox,
+      earnings.element,
     ]),
-    // What came in by source, then what to do with the native tokens.
-    card('fund', 'Earnings by source', fundBox),
+    card('posts', 'Your posts', posts.element),
+    card('audience', 'Audience', audience.element),
+    // USDC shares beside native-token fund payouts, then what to do with the native tokens.
+    card('fund', 'Direct shares and the creator fund', fundBox),
     el('section', { class: 'card', 'aria-labelledby': 'swap-title', id: 'swap' }, [
       el('h2', { id: 'swap-title' }, 'Swap native tokens to USDC'),
       swapForm({
@@ -112,7 +100,6 @@ async function render() {
         },
       }),
     ]),
-    card('top', 'Top posts', topBox),
     card('tx', 'Recent transactions', txBox),
     statementsPanel(),
   );
@@ -120,19 +107,16 @@ async function render() {
     refresh.disabled = true;
     await Promise.all([
       loadSummary(),
-      loadEarnings(chartBox, tableBox),
-      loadTopPosts(topBox),
+      range && earnings.load(range),
+      range && posts.reload(),
+      range && audience.load(range),
       loadTransactions(txBox),
       loadFundPanel(fundBox, { explorerLink }),
     ]);
     refresh.disabled = false;
   }
-  await Promise.all([
-    loadEarnings(chartBox, tableBox),
-    loadTopPosts(topBox),
-    loadTransactions(txBox),
-    loadFundPanel(fundBox, { explorerLink }),
-  ]);
+  picker.start();
+  await Promise.all([loadTransactions(txBox), loadFundPanel(fundBox, { explorerLink })]);
 }
 
 /** Re-reads the balance cards; answers the viewer read, or null when it failed. */
@@ -206,139 +190,6 @@ function showTransactionState(id, status) {
   if (badge && badge.dataset.status !== status.toLowerCase()) badge.replaceWith(stateBadge(status));
 }
 
-async function loadEarnings(chartBox, tableBox) {
-  const range = RANGES[granularity];
-  show(chartBox, 'loading', 'Loading earnings…');
-  tableBox.replaceChildren();
-  const step = granularity === 'HOUR' ? 3_600_000 : 86_400_000;
-  const to = new Date(Math.ceil((Date.now() + 1) / step) * step);
-  const from = new Date(to.getTime() - range.ms);
-  let points;
-  try {
-    ({ creatorEarnings: points } = await gql(
-      `query ($handle: String!, $from: DateTime!, $to: DateTime!, $g: EarningsGranularity!) {
-         creatorEarnings(handle: $handle, from: $from, to: $to, granularity: $g) { bucket amountUsdMicro } }`,
-      { handle, from: from.toISOString(), to: to.toISOString(), g: granularity },
-    ));
-  } catch (error) {
-    return show(chartBox, 'error', messageOf(error), () => void loadEarnings(chartBox, tableBox));
-  }
-  if (points.length === 0) {
-    return show(
-      chartBox,
-      'empty',
-      `No earnings in the ${range.label.toLowerCase()} yet. When others reply to, quote or repost your posts, your share shows here.`,
-    );
-  }
-  // Every bucket of the range, zeros included, so the line does not bridge quiet hours.
-  // bucket: an ISO 8601 UTC instant (the start of the hour or day; UTC here: no timezone asked).
-  const byBucket = new Map(points.map((p) => [Date.parse(p.bucket), p.amountUsdMicro]));
-  const times = [];
-  const values = [];
-  for (let t = from.getTime(); t < to.getTime(); t += step) {
-    times.push(t / 1000);
-    values.push(dollarsForChart(byBucket.get(t) ?? '0'));
-  }
-  const total = points.reduce((sum, p) => sum + BigInt(p.amountUsdMicro), 0n);
-  show(chartBox, 'ready', []);
-  timeChart(chartBox, {
-    times,
-    series: [{ label: 'Earned (USD)', values, color: '#1f6f5c', fill: 'rgba(31,111,92,0.12)' }],
-    summary: `Earnings ${range.label.toLowerCase()}, ${granularity === 'HOUR' ? 'per hour' : 'per day'}: ${usd(total.toString())} in total over ${points.length} ${granularity === 'HOUR' ? 'hours' : 'days'} with earnings.`,
-    valueFormat: (v) => `$${v.toFixed(2)}`,
-  });
-  tableBox.replaceChildren(
-    el('details', {}, [
-      el('summary', {}, 'Show as a table'),
-      el(
-        'div',
-        { class: 'table-wrap' },
-        el('table', {}, [
-          el('caption', {}, `Earnings per ${granularity === 'HOUR' ? 'hour' : 'day'} (UTC buckets)`),
-          el(
-            'thead',
-            {},
-            el('tr', {}, [
-              el('th', { scope: 'col' }, 'Period'),
-              el('th', { scope: 'col', class: 'num' }, 'Earned'),
-            ]),
-          ),
-          el(
-            'tbody',
-            {},
-            points
-              .slice()
-              .reverse()
-              .map((p) =>
-                el('tr', {}, [
-                  el('td', {}, dateTime(p.bucket)),
-                  el('td', { class: 'num' }, usd(p.amountUsdMicro)),
-                ]),
-              ),
-          ),
-        ]),
-      ),
-    ]),
-  );
-}
-
-async function loadTopPosts(box) {
-  show(box, 'loading', 'Loading your posts…');
-  let data;
-  try {
-    data = await gql(`{ viewer {
-      byEarnings: topPosts(by: EARNINGS, first: 5) { postId type content earnedUsdMicro likes replies quotes reposts }
-      byEngagement: topPosts(by: ENGAGEMENT, first: 5) { postId type content earnedUsdMicro likes replies quotes reposts } } }`);
-  } catch (error) {
-    return show(box, 'error', messageOf(error), () => void loadTopPosts(box));
-  }
-  const { byEarnings, byEngagement } = data.viewer;
-  if (byEarnings.length === 0)
-    return show(box, 'empty', 'No posts yet. Your best posts show here once you post.');
-  const table = (id, caption, rows) =>
-    el(
-      'div',
-      { class: 'table-wrap' },
-      el('table', { id }, [
-        el('caption', {}, caption),
-        el(
-          'thead',
-          {},
-          el('tr', {}, [
-            el('th', { scope: 'col' }, 'Post'),
-            el('th', { scope: 'col', class: 'num' }, 'Earned'),
-            el('th', { scope: 'col', class: 'num' }, 'Likes'),
-            el('th', { scope: 'col', class: 'num' }, 'Replies'),
-            el('th', { scope: 'col', class: 'num hide-narrow' }, 'Quotes'),
-            el('th', { scope: 'col', class: 'num hide-narrow' }, 'Reposts'),
-          ]),
-        ),
-        el(
-          'tbody',
-          {},
-          rows.map((p) =>
-            el('tr', { 'data-post-id': p.postId }, [
-              el('td', {}, p.content.length > 80 ? `${p.content.slice(0, 80)}…` : p.content),
-              el('td', { class: 'num earned' }, usd(p.earnedUsdMicro)),
-              el('td', { class: 'num' }, p.likes),
-              el('td', { class: 'num' }, p.replies),
-              el('td', { class: 'num hide-narrow' }, p.quotes),
-              el('td', { class: 'num hide-narrow' }, p.reposts),
-            ]),
-          ),
-        ),
-      ]),
-    );
-  show(
-    box,
-    'ready',
-    el('div', { class: 'grid' }, [
-      table('top-by-earnings', 'By earnings', byEarnings),
-      table('top-by-engagement', 'By engagement (likes, replies, quotes, reposts)', byEngagement),
-    ]),
-  );
-}
-
 function explorerLink(signature) {
   return el(
     'a',
@@ -350,25 +201,6 @@ function explorerLink(signature) {
       title: signature,
     },
     [short(signature), el('span', { class: 'muted' }, ' ↗')],
-  );
-}
-
-/** How each TransactionStatus reads: a word, its tone and what it means (the badge's tooltip). */
-const STATES = {
-  PENDING: { label: 'pending', tone: 'pending', title: 'Sent, not confirmed on chain yet' },
-  CONFIRMED: { label: 'confirmed', tone: '', title: 'Confirmed on chain, not final yet' },
-  FINALIZED: { label: 'finalized', tone: 'good', title: 'Final on chain' },
-  FAILED: { label: 'failed', tone: 'bad', title: 'Failed on chain: the money went back' },
-};
-
-/** The state of a money move's transaction as a small badge; a dash for one without a transaction. */
-function stateBadge(status) {
-  const state = STATES[status];
-  if (!state) return '—';
-  return el(
-    'span',
-    { class: `badge tx-state ${state.tone}`.trim(), 'data-status': status.toLowerCase(), title: state.title },
-    state.label,
   );
 }
 

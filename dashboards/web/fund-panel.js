@@ -1,11 +1,14 @@
 import { gql } from './lib/api.js';
 import { dateTime, tokensDecimal, usd } from './lib/format.js';
+import { stateBadge } from './lib/tx-state.js';
 import { el, messageOf } from './lib/ui.js';
 
 /*
  * The creator dashboard's earnings-by-source panel: direct engagement shares (USDC) next to
  * creator-fund payouts (native tokens), from viewer.earnings, and the fund's latest epochs
- * (creatorFundEpochs). Each part is asked for on its own, so a field that errors shows an honest
+ * (creatorFundEpochs), each with the viewer's own share of it (myShare: tokens, the engagement
+ * score it was computed from out of the epoch's total, the payout batch's swap_tx and its state)
+ * beside what the fund paid all authors. Each part is asked for on its own, so a field that errors shows an honest
  * "Not available" there and leaves the other part alone.
  */
 
@@ -60,7 +63,8 @@ async function recentEpochs(explorerLink) {
   try {
     ({ creatorFundEpochs: epochs } = await gql(
       `query ($n: Int!) { creatorFundEpochs(limit: $n) {
-         start end budgetNative paidNative authorCount status note batchSignatures } }`,
+         start end budgetNative paidNative authorCount status note batchSignatures
+         myShare { tokensNative score epochScore swapTx status } } }`,
       { n: EPOCHS_SHOWN },
     ));
   } catch (error) {
@@ -77,14 +81,19 @@ async function recentEpochs(explorerLink) {
     'div',
     { class: 'table-wrap', id: 'fund-epochs', 'data-state': 'ready' },
     el('table', {}, [
-      el('caption', {}, `The fund's latest ${EPOCHS_SHOWN} epochs (all authors), newest first`),
+      el(
+        'caption',
+        {},
+        `The fund's latest ${EPOCHS_SHOWN} epochs, newest first: your share beside what the fund paid all authors`,
+      ),
       el(
         'thead',
         {},
         el('tr', {}, [
           el('th', { scope: 'col' }, 'Epoch'),
           el('th', { scope: 'col' }, 'Status'),
-          el('th', { scope: 'col', class: 'num' }, 'Paid (tokens)'),
+          el('th', { scope: 'col' }, 'Your share (tokens)'),
+          el('th', { scope: 'col', class: 'num' }, 'Fund paid (tokens)'),
           el('th', { scope: 'col', class: 'num hide-narrow' }, 'Budget'),
           el('th', { scope: 'col', class: 'num hide-narrow' }, 'Authors'),
           el('th', { scope: 'col', class: 'hide-narrow' }, 'Batches'),
@@ -95,12 +104,13 @@ async function recentEpochs(explorerLink) {
         {},
         epochs.map((e) => {
           const [text, tone] = STATUS_TEXT[e.status] ?? [e.status.toLowerCase(), ''];
-          return el('tr', {}, [
+          return el('tr', { 'data-start': e.start }, [
             el('td', {}, `${dateTime(e.start)} – ${dateTime(e.end)}`),
             el('td', {}, [
               el('span', { class: `badge ${tone}`.trim() }, text),
               e.note ? el('div', { class: 'muted' }, e.note) : null,
             ]),
+            el('td', { class: 'my-share' }, myShare(e.myShare, explorerLink)),
             el('td', { class: 'num' }, tokensDecimal(e.paidNative)),
             el('td', { class: 'num hide-narrow' }, tokensDecimal(e.budgetNative)),
             el('td', { class: 'num hide-narrow' }, e.authorCount),
@@ -116,6 +126,20 @@ async function recentEpochs(explorerLink) {
       ),
     ]),
   );
+}
+
+/** The viewer's share of an epoch: tokens, score of the epoch's score, the payout and its state. */
+function myShare(share, explorerLink) {
+  if (!share) return el('span', { class: 'muted' }, 'none');
+  return [
+    el('div', { class: 'share-tokens' }, tokensDecimal(share.tokensNative)),
+    el(
+      'div',
+      { class: 'muted share-score', title: 'Your engagement score of the epoch’s total score' },
+      `score ${share.score} of ${share.epochScore}`,
+    ),
+    el('div', { class: 'row share-payout' }, [explorerLink(share.swapTx), stateBadge(share.status)]),
+  ];
 }
 
 /** Fills `box` with the split and the epochs (each loads and fails on its own). */

@@ -1,5 +1,9 @@
 import { rest } from './api.js';
+import { dayStartIn } from './date-range.js';
 import { el } from './ui.js';
+
+// The zone helpers live in date-range.js (the creator page's range picker uses them too).
+export { browserTimeZone, dayStartIn } from './date-range.js';
 
 /*
  * Report runs from the pages (REST /api/v1/reports, docs/reports.md): ask for a run with an
@@ -10,46 +14,12 @@ import { el } from './ui.js';
  * and the creator page's Statements.
  */
 
-/** The browser's IANA time zone, the default for every run asked from a page. */
-export function browserTimeZone() {
-  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-}
-
 /**
  * How far before the browser's clock an interval that reaches into the future is cut: the API
  * refuses an `interval_end` later than the request's time by its own clock, and the two clocks
  * are not the same clock.
  */
 const CLOCK_MARGIN_MS = 5_000;
-
-/** Offset of `timeZone` from UTC at `instant` (ms; positive east of Greenwich). */
-function offsetMs(instant, timeZone) {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-    })
-      .formatToParts(instant)
-      .map((part) => [part.type, part.value]),
-  );
-  const wall = Date.UTC(+parts.year, +parts.month - 1, +parts.day, +parts.hour, +parts.minute, +parts.second);
-  return wall - Math.floor(instant / 1000) * 1000;
-}
-
-/** The instant a local day (YYYY-MM-DD) starts in `timeZone` (throws RangeError for an unknown zone). */
-export function dayStartIn(day, timeZone) {
-  const [y, m, d] = day.split('-').map(Number);
-  const wall = Date.UTC(y, m - 1, d);
-  // Twice: the offset at the first guess can differ from the offset at the answer (a DST change).
-  const guess = wall - offsetMs(wall, timeZone);
-  return new Date(wall - offsetMs(guess, timeZone));
-}
 
 /**
  * What to send as `interval_end` for a local end day (exclusive) in `timeZone`: the day itself

@@ -48,6 +48,8 @@ export function dashboardFiles(): Map<string, string> {
     'lib/session.js',
     'lib/ui.js',
     'lib/reports.js',
+    'lib/date-range.js',
+    'lib/tx-state.js',
     'portal.js',
     'creator.js',
     'swap-form.js',
@@ -57,6 +59,10 @@ export function dashboardFiles(): Map<string, string> {
     'reports-panel.js',
     'statements-panel.js',
     'periods-panel.js',
+    'date-range-picker.js',
+    'earnings-panel.js',
+    'post-earnings-table.js',
+    'audience-panel.js',
   ]) {
     files.set(name, `${web}/${name}`);
   }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -210,3 +211,32 @@ test.skipIf(!!inject('clickhouseUrl'))(
   },
   180_000,
 );
+
+test('a rows writer that stops with writes still buffered rejects, and nothing fails later', async () => {
+  // Four 4 MB writes queued at once, then the writer stops (as a report aborted mid-write does):
+  // the file stream is destroyed with writes in flight. Before, the next fs callback raised
+  // ERR_STREAM_DESTROYED as an uncaught exception (it ended a CI run).
+  const chunk = Buffer.alloc(4 * 1024 * 1024, 0x20);
+  const read = async () => {
+    for await (const bytes of env.app.clickhouse.streamParquetOfRows({
+      rows: {
+        structure: 'a String',
+        write: async (input) => {
+          // The file is open and written to (destroying a stream that has not opened yet has
+          // nothing in flight), then a burst, then the stop.
+          if (!input.write(chunk)) await once(input, 'drain');
+          for (let i = 0; i < 4; i++) input.write(chunk);
+          throw new Error('the writer stopped');
+        },
+      },
+      projection: 'a',
+    }))
+      void bytes;
+  };
+  for (let round = 0; round < 5; round++) {
+    await expect(read()).rejects.toThrow('the writer stopped');
+  }
+  // The fs callbacks of the writes that were in flight have landed by now.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect(await leftovers()).toEqual([]);
+});

@@ -299,8 +299,16 @@ async function* chdbParquetOfRows(path: string, query: RowsParquetQuery): AsyncG
   try {
     const file = join(dir, 'rows.jsonl');
     const input = createWriteStream(file);
+    // An error nobody is waiting on (a buffered write landing after an abort destroyed the stream,
+    // a full disk between two waits) would otherwise be an uncaught exception that ends the
+    // process: it is kept and thrown here instead.
+    let failed: Error | undefined;
+    input.on('error', (error) => {
+      failed ??= error;
+    });
     try {
       await query.rows.write(input);
+      if (failed) throw failed;
       input.end();
       await finished(input);
     } finally {
@@ -341,6 +349,9 @@ async function* httpParquetOfRows(
   });
   try {
     const input = new PassThrough();
+    // Destroyed with the server's error below: kept from becoming an uncaught exception (the
+    // writer's wait for 'drain' ends with the stream's 'close', and `inserted` rejects).
+    input.on('error', () => {});
     const inserted = client
       .exec({ query: 'INSERT INTO rows_input FORMAT JSONEachRow', values: input, session_id, ...abort })
       .then(async (result) => {

@@ -35,6 +35,19 @@ export class BlockhashQueue {
     return entry !== undefined && entry.lastValidBlockHeight >= blockHeight;
   }
 
+  /** Forgets the blockhashes of blocks above `slot` (a fork dropped them). */
+  dropAbove(slot: number): void {
+    for (const [hash, entry] of this.entries) {
+      if (entry.slot > slot) this.entries.delete(hash);
+    }
+    if (this.newest && this.newest.slot > slot) {
+      this.newest = [...this.entries.values()].reduce<BlockhashEntry | undefined>(
+        (newest, entry) => (newest && newest.slot >= entry.slot ? newest : entry),
+        undefined,
+      );
+    }
+  }
+
   /** Forgets blockhashes that can no longer land anything. */
   prune(blockHeight: number): void {
     for (const [hash, entry] of this.entries) {

@@ -15,6 +15,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import type { BlockEvent, Segment } from './block-ledger.js';
 import type { BlockhashEntry } from './blockhash-queue.js';
 import { svm, type LiteSvm, type SvmAccount } from './svm-binding.js';
 import type { TransactionRecord } from './transaction-store.js';
@@ -38,9 +39,29 @@ export interface ChainState {
  * A line of the journal (transactions.jsonl): a landed transaction's record with `writes`, the
  * packed after-images of the accounts it could write (see packAccounts), or `setAccount`, one
  * packed account placed by `localnet_setAccount`. Lines written before the journal existed are
- * bare records, all of them inside the snapshot.
+ * bare records, all of them inside the snapshot. Blocks add a few rare lines (block-ledger.ts):
+ * a `segment` (the chain opened), `skip` (skipped slots), `prune` (history pruned below a slot)
+ * and `fork`: the records from `dropFromSeq` on are gone, their accounts put back by `writes`,
+ * and a new segment starts after `slot`.
  */
-type JournalLine = (TransactionRecord & { writes?: string }) | { setAccount: string };
+type JournalLine =
+  | (TransactionRecord & { writes?: string })
+  | { setAccount: string }
+  | BlockEvent
+  | { fork: { slot: number; dropFromSeq: number }; segment: Segment; writes: string };
+
+/** The journal line of a change to the block ledger. */
+export function blockEventLine(event: BlockEvent): string {
+  return `${JSON.stringify(event)}\n`;
+}
+
+export function forkLine(
+  fork: { slot: number; dropFromSeq: number },
+  segment: Segment,
+  writes: string,
+): string {
+  return `${JSON.stringify({ fork, segment, writes })}\n`;
+}
 
 const SNAPSHOT = 'svm.bin';
 const STATE = 'chain.json';
@@ -133,6 +154,8 @@ export interface LoadedChain {
   vm: LiteSvm;
   state: ChainState;
   records: TransactionRecord[];
+  /** The block ledger's changes, in order (segments, skips, prunes, forks' segments). */
+  blockEvents: BlockEvent[];
   /** Lines and bytes of the journal kept: where the next line goes. */
   lines: number;
   bytes: number;
@@ -158,6 +181,7 @@ export function loadChainState(dir: string): LoadedChain | undefined {
   const content = existsSync(historyFile) ? readFileSync(historyFile) : Buffer.alloc(0);
 
   const records: TransactionRecord[] = [];
+  const blockEvents: BlockEvent[] = [];
   let lines = 0;
   let bytes = 0;
   while (bytes < content.length) {
@@ -172,6 +196,12 @@ export function loadChainState(dir: string): LoadedChain | undefined {
     const replay = lines >= state.snapshotLines;
     if ('setAccount' in line) {
       if (replay) applyAccounts(vm, line.setAccount);
+    } else if ('fork' in line) {
+      records.splice(line.fork.dropFromSeq);
+      if (replay) applyAccounts(vm, line.writes);
+      blockEvents.push({ segment: line.segment });
+    } else if ('segment' in line || 'skip' in line || 'prune' in line) {
+      blockEvents.push(line);
     } else {
       const { writes, ...record } = line;
       if (replay) {
@@ -195,7 +225,7 @@ export function loadChainState(dir: string): LoadedChain | undefined {
     state.blockHeight += lastSlot - state.slot;
     state.slot = lastSlot;
   }
-  return { vm, state, records, lines, bytes };
+  return { vm, state, records, blockEvents, lines, bytes };
 }
 
 export interface JournalBatch {

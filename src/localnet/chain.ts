@@ -9,10 +9,13 @@ import {
   VersionedTransaction,
 } from '@solana/web3.js';
 import bs58 from 'bs58';
+import { BlockLedger, newSegment, type BlockEvent, type BlockHeader } from './block-ledger.js';
 import { BLOCKHASH_VALIDITY_BLOCKS, BlockhashQueue } from './blockhash-queue.js';
 import {
+  blockEventLine,
   ChainWriter,
   createChainState,
+  forkLine,
   loadChainState,
   packAccounts,
   recordLine,
@@ -49,6 +52,13 @@ export interface ChainOptions {
   dir?: string;
   /** Slot length in milliseconds (a validator's is ~400). */
   slotMs: number;
+  /**
+   * Slots a transaction or block stays behind the newest before it is `confirmed` (and, with a
+   * folder, not before it is on disk). @defaultValue 1
+   */
+  confirmationSlots?: number;
+  /** Slots behind the newest at which a transaction or block is `finalized`. @defaultValue 32 */
+  finalizationSlots?: number;
 }
 
 export interface AccountView {
@@ -76,6 +86,8 @@ export interface SimulationResult {
 export const LAMPORTS_PER_SIGNATURE = 5000;
 /** A transaction is finalized once this many slots have passed over it (~13 s at 400 ms). */
 const FINALIZATION_SLOTS = 32;
+/** A transaction is confirmed once this many slots have passed over it (and it is on disk). */
+const CONFIRMATION_SLOTS = 1;
 const SLOTS_PER_EPOCH = 432_000;
 /**
  * litesvm's full snapshot is written at most this often (with a batch of the journal), and on
@@ -118,6 +130,18 @@ export class LocalChain extends EventEmitter {
    * every commitment show the newest state until new transactions land.
    */
   private unsettled: UnsettledWrite[] = [];
+  readonly blocks: BlockLedger;
+  /** Skipped slots still to come: the next tick passes over them. */
+  private pendingSkips = 0;
+  /** Test switch: every block answers -32004 to its first this many getBlock reads. */
+  private unavailableReads = 0;
+  /** getBlock reads answered -32004 so far, by blockhash (a fork's new block counts afresh). */
+  private readonly refusedReads = new Map<string, number>();
+  /**
+   * The lowest seq a fork dropped from since the write in flight started: that write must not
+   * make records durable that a fork has replaced by new ones with the same seqs.
+   */
+  private forkFloor = Infinity;
 
   private constructor(
     private readonly vm: LiteSvm,
@@ -130,6 +154,15 @@ export class LocalChain extends EventEmitter {
     this.setMaxListeners(0);
     this.durableSeq = store.size;
     this.faucet = Keypair.fromSecretKey(bs58.decode(state.faucetSecret));
+    this.blocks = new BlockLedger(store, state.genesisHash);
+  }
+
+  get confirmationSlots(): number {
+    return this.options.confirmationSlots ?? CONFIRMATION_SLOTS;
+  }
+
+  get finalizationSlots(): number {
+    return this.options.finalizationSlots ?? FINALIZATION_SLOTS;
   }
 
   static open(options: ChainOptions): LocalChain {
@@ -145,6 +178,15 @@ export class LocalChain extends EventEmitter {
     for (const record of loaded?.records ?? []) store.add(record);
     const state = loaded?.state ?? genesis(vm);
     const chain = new LocalChain(vm, state, store, new BlockhashQueue(state.blockhashes), options);
+    for (const event of loaded?.blockEvents ?? []) chain.blocks.apply(event);
+    if (loaded) {
+      // chain.json may be older than the journal's last skip; heights follow the skipped slots.
+      while (chain.blocks.isSkipped(state.slot)) state.slot += 1;
+      state.blockHeight = chain.blocks.heightOf(state.slot);
+    }
+    // A fresh seed for every slot from here: blockhashes issued before a crash are never issued again.
+    const segment = newSegment(loaded ? state.slot + 1 : 0);
+    chain.blocks.apply({ segment });
     if (!loaded) chain.advanceSlot(false);
     if (options.dir) {
       if (!loaded) createChainState(options.dir, vm, state);
@@ -154,6 +196,7 @@ export class LocalChain extends EventEmitter {
         loaded?.bytes ?? 0,
         state.snapshotLines,
       );
+      chain.journalBlockEvent({ segment }, segment.fromSlot);
     }
     chain.slotStartedAt = Date.now();
     chain.timer = setInterval(() => chain.tick(), options.slotMs);
@@ -336,8 +379,162 @@ export class LocalChain extends EventEmitter {
   private commitmentAt(seq: number, slot: number): Commitment {
     if (this.writer && seq >= this.durableSeq) return 'processed';
     const age = this.state.slot - slot;
-    if (age >= FINALIZATION_SLOTS) return 'finalized';
-    return age >= 1 ? 'confirmed' : 'processed';
+    if (age >= this.finalizationSlots) return 'finalized';
+    return age >= this.confirmationSlots ? 'confirmed' : 'processed';
+  }
+
+  /**
+   * The newest block at `commitment` (-1: none yet): `confirmationSlots` or `finalizationSlots`
+   * behind the newest, as a transaction's status is, and with a folder never a block whose
+   * transactions (or the journal lines shaping it) are not on disk yet.
+   */
+  slotAt(commitment: Commitment): number {
+    if (commitment === 'processed') return this.state.slot;
+    let slot =
+      this.state.slot - (commitment === 'confirmed' ? this.confirmationSlots : this.finalizationSlots);
+    const firstUnsaved = this.unsaved[0];
+    if (firstUnsaved) slot = Math.min(slot, firstUnsaved.slot - 1);
+    return slot < 0 ? -1 : this.blocks.blockAtOrBelow(slot);
+  }
+
+  blockHeightAt(commitment: Commitment): number {
+    const slot = this.slotAt(commitment);
+    return slot < 0 ? 0 : this.blocks.heightOf(slot);
+  }
+
+  /**
+   * The block in `slot` at `commitment` with its transactions, or the RPC error a validator
+   * answers: -32001 pruned, -32004 not (yet) available, -32007 skipped.
+   */
+  block(slot: number, commitment: Commitment): { header: BlockHeader; transactions: TransactionRecord[] } {
+    if (slot < this.blocks.firstAvailableSlot) {
+      const first = this.blocks.blockAtOrAbove(this.blocks.firstAvailableSlot);
+      throw new RpcError(
+        RPC_CODES.blockCleanedUp,
+        `Block ${slot} cleaned up, does not exist on node. First available block: ${first}`,
+      );
+    }
+    if (slot > this.slotAt(commitment)) {
+      throw new RpcError(RPC_CODES.blockNotAvailable, `Block not available for slot ${slot}`);
+    }
+    if (this.blocks.isSkipped(slot)) {
+      throw new RpcError(
+        RPC_CODES.slotSkipped,
+        `Slot ${slot} was skipped, or missing due to ledger jump to recent snapshot`,
+      );
+    }
+    const header = this.blocks.header(slot);
+    if (this.unavailableReads > 0) {
+      const refused = this.refusedReads.get(header.blockhash) ?? 0;
+      if (refused < this.unavailableReads) {
+        this.refusedReads.set(header.blockhash, refused + 1);
+        throw new RpcError(RPC_CODES.blockNotAvailable, `Block not available for slot ${slot}`);
+      }
+    }
+    return { header, transactions: this.store.inSlot(slot) };
+  }
+
+  /** The blocks in [start, end] at `commitment` (end defaults to its newest), as getBlocks. */
+  blockSlots(start: number, end: number | undefined, commitment: Commitment, limit: number): number[] {
+    const last = Math.min(end ?? Infinity, this.slotAt(commitment));
+    const slots: number[] = [];
+    for (let slot = Math.max(start, this.blocks.firstAvailableSlot); slot <= last; slot++) {
+      if (slots.length >= limit) break;
+      if (!this.blocks.isSkipped(slot)) slots.push(slot);
+    }
+    return slots;
+  }
+
+  firstAvailableBlock(): number {
+    return this.blocks.blockAtOrAbove(this.blocks.firstAvailableSlot);
+  }
+
+  /**
+   * Test switches for blocks (localnet_blockFaults): `skipSlots` the next n slots produce no
+   * block (the next tick passes over them); `unavailableReads` every block answers -32004 to its
+   * first n getBlock reads (0: off).
+   */
+  setBlockFaults(faults: { skipSlots?: number; unavailableReads?: number }): void {
+    if (faults.skipSlots !== undefined) this.pendingSkips += faults.skipSlots;
+    if (faults.unavailableReads !== undefined) {
+      this.unavailableReads = faults.unavailableReads;
+      this.refusedReads.clear();
+    }
+  }
+
+  /**
+   * Prunes history: blocks below `slot` (which must be finalized) are gone; getBlock answers them
+   * -32001 and getFirstAvailableBlock moves up. Transactions stay readable by signature.
+   */
+  pruneBelow(slot: number): void {
+    if (slot > this.slotAt('finalized') + 1) throw invalidParams('only finalized blocks can be pruned');
+    if (slot <= this.blocks.firstAvailableSlot) return;
+    const event = { prune: slot };
+    this.blocks.apply(event);
+    this.journalBlockEvent(event, this.state.slot);
+  }
+
+  /**
+   * A fork: the newest `depth` blocks (none of them finalized) are dropped with their transactions
+   * (their accounts put back as they were before them, their signatures unknown again) and the
+   * same slots are produced again on a new branch: new blockhashes, empty blocks, the first one's
+   * parent the newest block kept. Returns that block's slot.
+   */
+  fork(depth: number): number {
+    if (!Number.isInteger(depth) || depth < 1) throw invalidParams('depth must be a positive integer');
+    let oldest = this.state.slot;
+    for (let dropped = 1; dropped < depth; dropped++) oldest = this.blocks.blockAtOrBelow(oldest - 1);
+    if (oldest <= Math.max(0, this.slotAt('finalized'))) {
+      throw invalidParams(`a fork of ${depth} blocks would drop finalized blocks`);
+    }
+    const kept = this.blocks.blockAtOrBelow(oldest - 1);
+    const dropFromSeq = this.store.firstSeqAbove(kept);
+    let firstUndone = this.unsettled.length;
+    while (firstUndone > 0 && this.unsettled[firstUndone - 1]!.slot > kept) firstUndone--;
+    if (this.unsettled.length - firstUndone !== this.store.size - dropFromSeq) {
+      // After a restart the accounts as they were before unsettled transactions are not known.
+      throw invalidParams('a fork cannot drop transactions that landed before the chain restarted');
+    }
+    // Newest first, so the oldest transaction's prior state is the one put back.
+    const restore = new Map<string, SvmAccount | null>();
+    for (let i = this.unsettled.length - 1; i >= firstUndone; i--) {
+      for (const [address, account] of this.unsettled[i]!.before) restore.set(address, account);
+    }
+    const writes: Array<{ key: Uint8Array; account: SvmAccount | null }> = [];
+    for (const [address, account] of restore) {
+      const key = addressBytes(address);
+      this.vm.setAccount(
+        key,
+        account ?? new svm.Account(0n, new Uint8Array(0), new Uint8Array(32), false, 0n),
+      );
+      writes.push({ key, account });
+    }
+    this.unsettled.splice(firstUndone);
+    this.store.truncate(dropFromSeq);
+    this.durableSeq = Math.min(this.durableSeq, dropFromSeq);
+    this.forkFloor = Math.min(this.forkFloor, dropFromSeq);
+
+    const segment = newSegment(kept + 1);
+    this.blocks.apply({ segment });
+    this.blockhashes.dropAbove(kept);
+    for (let slot = kept + 1; slot <= this.state.slot; slot++) {
+      if (this.blocks.isSkipped(slot)) continue;
+      this.blockhashes.push({
+        blockhash: this.blocks.blockhashOf(slot),
+        slot,
+        lastValidBlockHeight: this.blocks.heightOf(slot) + BLOCKHASH_VALIDITY_BLOCKS,
+      });
+    }
+    if (this.writer) {
+      const line = forkLine({ slot: kept, dropFromSeq }, segment, packAccounts(writes));
+      this.unsaved.push({ slot: kept + 1, line });
+    }
+    return kept;
+  }
+
+  /** Journals a change to the blocks; it holds back `confirmed` from `slot` on until written. */
+  private journalBlockEvent(event: BlockEvent, slot: number): void {
+    if (this.writer) this.unsaved.push({ slot, line: blockEventLine(event) });
   }
 
   /**
@@ -607,6 +804,13 @@ export class LocalChain extends EventEmitter {
 
   private advanceSlot(next: boolean): void {
     if (next) {
+      if (this.pendingSkips > 0) {
+        const skip: number[] = [];
+        for (; this.pendingSkips > 0; this.pendingSkips--) skip.push(this.state.slot + 1 + skip.length);
+        this.blocks.apply({ skip });
+        this.journalBlockEvent({ skip }, skip[0]!);
+        this.state.slot += skip.length;
+      }
       this.state.slot += 1;
       this.state.blockHeight += 1;
     }
@@ -616,11 +820,12 @@ export class LocalChain extends EventEmitter {
     this.vm.setClock(new svm.Clock(BigInt(this.state.slot), unixTimestamp, epoch, epoch, unixTimestamp));
     this.vm.expireBlockhash();
     this.blockhashes.push({
-      // Random, not litesvm's (which our queue does not need: its check is off). litesvm derives
-      // each from the one before, so a chain restarted from a snapshot older than chain.json's
-      // queue would issue again blockhashes it had already issued, and expired ones would live
-      // again: a transaction dropped long ago could land when re-sent.
-      blockhash: bs58.encode(randomBytes(32)),
+      // The block's own, from a seed drawn afresh at every start (block-ledger.ts), not litesvm's
+      // (which our queue does not need: its check is off). litesvm derives each from the one
+      // before, so a chain restarted from a snapshot older than chain.json's queue would issue
+      // again blockhashes it had already issued, and expired ones would live again: a transaction
+      // dropped long ago could land when re-sent.
+      blockhash: this.blocks.blockhashOf(this.state.slot),
       slot: this.state.slot,
       lastValidBlockHeight: this.state.blockHeight + BLOCKHASH_VALIDITY_BLOCKS,
     });
@@ -664,6 +869,7 @@ export class LocalChain extends EventEmitter {
     const writer = this.writer!;
     const count = this.unsaved.length;
     const throughSeq = this.store.size;
+    this.forkFloor = Infinity;
     const text = this.unsaved
       .slice(0, count)
       .map((unsaved) => unsaved.line)
@@ -678,7 +884,8 @@ export class LocalChain extends EventEmitter {
       .then(
         ({ snapshotError }) => {
           this.unsaved.splice(0, count);
-          if (throughSeq > this.durableSeq) this.durableSeq = throughSeq;
+          const through = Math.min(throughSeq, this.forkFloor);
+          if (through > this.durableSeq) this.durableSeq = through;
           if (snapshot) this.lastSnapshotAt = Date.now();
           if (snapshotError !== undefined && !this.snapshotFailed) {
             console.error(

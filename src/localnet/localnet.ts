@@ -9,6 +9,9 @@ export interface LocalnetOptions {
   port: number;
   /** Slot length; 400 ms like a validator. */
   slotMs?: number;
+  /** Slots behind the newest at which `confirmed` and `finalized` are (ChainOptions). */
+  confirmationSlots?: number;
+  finalizationSlots?: number;
   /**
    * Serve only the standard JSON-RPC methods, hiding `localnet_*`: the service then takes it for
    * a validator it does not control (compose's solana-test-validator) and bootstraps accordingly.
@@ -26,7 +29,12 @@ export interface Localnet {
 /** The embedded chain behind JSON-RPC and PubSub, like `solana-test-validator`. */
 export async function startLocalnet(options: LocalnetOptions): Promise<Localnet> {
   const host = options.host ?? '127.0.0.1';
-  const chain = LocalChain.open({ dir: options.dir, slotMs: options.slotMs ?? 400 });
+  const chain = LocalChain.open({
+    dir: options.dir,
+    slotMs: options.slotMs ?? 400,
+    confirmationSlots: options.confirmationSlots,
+    finalizationSlots: options.finalizationSlots,
+  });
   const server = createHttpServer(createDispatcher(chain, { plainValidator: options.plainValidator }));
   let port: number;
   let wss;

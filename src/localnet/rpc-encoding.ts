@@ -1,5 +1,6 @@
 import { VersionedTransaction } from '@solana/web3.js';
 import bs58 from 'bs58';
+import type { BlockHeader } from './block-ledger.js';
 import type { AccountView } from './chain.js';
 import { parseInstruction } from './instruction-parser.js';
 import { decodeMint, decodeTokenAccount, PROGRAM, TOKEN_PROGRAMS, uiTokenAmount } from './programs.js';
@@ -15,12 +16,7 @@ export function encodeTransaction(
   encoding: TransactionEncoding,
   maxSupportedTransactionVersion: number | undefined,
 ) {
-  if (record.version !== 'legacy' && maxSupportedTransactionVersion === undefined) {
-    throw new RpcError(
-      -32015,
-      'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
-    );
-  }
+  checkVersion(record, maxSupportedTransactionVersion);
   const wire = Buffer.from(record.wire, 'base64');
   const tx = VersionedTransaction.deserialize(wire);
   const transaction =
@@ -38,6 +34,84 @@ export function encodeTransaction(
     meta: encodeMeta(record, encoding === 'jsonParsed'),
     ...(maxSupportedTransactionVersion === undefined ? {} : { version: record.version }),
   };
+}
+
+export type TransactionDetails = 'full' | 'accounts' | 'signatures' | 'none';
+
+/**
+ * The getBlock answer, as a validator gives it: with `full` each transaction as getTransaction
+ * encodes it (without slot and blockTime); with `accounts` its signatures, its account keys
+ * (lookup-table ones included, with signer/writable/source) and the balance part of its meta;
+ * with `signatures` the first signature of each; `rewards: false` leaves the field out.
+ */
+export function encodeBlock(
+  header: BlockHeader,
+  records: TransactionRecord[],
+  options: {
+    transactionDetails: TransactionDetails;
+    encoding: TransactionEncoding;
+    maxSupportedTransactionVersion: number | undefined;
+    rewards: boolean;
+  },
+) {
+  const { transactionDetails, encoding, maxSupportedTransactionVersion } = options;
+  const details =
+    transactionDetails === 'none'
+      ? {}
+      : transactionDetails === 'signatures'
+        ? { signatures: records.map((record) => record.signature) }
+        : {
+            transactions: records.map((record) => {
+              if (transactionDetails === 'full') {
+                const { transaction, meta } = encodeTransaction(
+                  record,
+                  encoding,
+                  maxSupportedTransactionVersion,
+                );
+                return {
+                  transaction,
+                  meta,
+                  ...(maxSupportedTransactionVersion === undefined ? {} : { version: record.version }),
+                };
+              }
+              checkVersion(record, maxSupportedTransactionVersion);
+              const tx = VersionedTransaction.deserialize(Buffer.from(record.wire, 'base64'));
+              return {
+                transaction: {
+                  signatures: tx.signatures.map((signature) => bs58.encode(signature)),
+                  accountKeys: accountKeysOf(record, tx),
+                },
+                meta: {
+                  err: record.err,
+                  status: record.err === null ? { Ok: null } : { Err: record.err },
+                  fee: record.fee,
+                  preBalances: record.preBalances,
+                  postBalances: record.postBalances,
+                  preTokenBalances: record.preTokenBalances.map(encodeTokenBalance),
+                  postTokenBalances: record.postTokenBalances.map(encodeTokenBalance),
+                },
+                ...(maxSupportedTransactionVersion === undefined ? {} : { version: record.version }),
+              };
+            }),
+          };
+  return {
+    blockHeight: header.blockHeight,
+    blockTime: header.blockTime,
+    blockhash: header.blockhash,
+    parentSlot: header.parentSlot,
+    previousBlockhash: header.previousBlockhash,
+    ...details,
+    ...(options.rewards ? { rewards: [] } : {}),
+  };
+}
+
+function checkVersion(record: TransactionRecord, maxSupportedTransactionVersion: number | undefined) {
+  if (record.version !== 'legacy' && maxSupportedTransactionVersion === undefined) {
+    throw new RpcError(
+      -32015,
+      'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
+    );
+  }
 }
 
 function jsonTransaction(record: TransactionRecord, tx: VersionedTransaction) {
@@ -71,20 +145,25 @@ function lookupsOf(record: TransactionRecord, tx: VersionedTransaction) {
   };
 }
 
-function parsedTransaction(record: TransactionRecord, tx: VersionedTransaction) {
+/** Every account key with signer, writable and source, as jsonParsed and getBlock `accounts` show them. */
+function accountKeysOf(record: TransactionRecord, tx: VersionedTransaction) {
   const message = tx.message;
   const staticCount = message.staticAccountKeys.length;
   const writableLoaded = record.loadedAddresses.writable.length;
+  return record.accountKeys.map((pubkey, index) => ({
+    pubkey,
+    signer: index < message.header.numRequiredSignatures,
+    writable: index < staticCount ? message.isAccountWritable(index) : index < staticCount + writableLoaded,
+    source: index < staticCount ? 'transaction' : 'lookupTable',
+  }));
+}
+
+function parsedTransaction(record: TransactionRecord, tx: VersionedTransaction) {
+  const message = tx.message;
   return {
     signatures: tx.signatures.map((s) => bs58.encode(s)),
     message: {
-      accountKeys: record.accountKeys.map((pubkey, index) => ({
-        pubkey,
-        signer: index < message.header.numRequiredSignatures,
-        writable:
-          index < staticCount ? message.isAccountWritable(index) : index < staticCount + writableLoaded,
-        source: index < staticCount ? 'transaction' : 'lookupTable',
-      })),
+      accountKeys: accountKeysOf(record, tx),
       recentBlockhash: message.recentBlockhash,
       instructions: message.compiledInstructions.map((ix) =>
         parsedOrRaw(record.accountKeys, ix.programIdIndex, ix.accountKeyIndexes, ix.data, null),

@@ -20,6 +20,12 @@ export const RPC_CODES = {
   /** sendTransaction preflight failure; data carries { err, logs, unitsConsumed }. */
   preflightFailure: -32002,
   signatureVerificationFailure: -32003,
+  /** getBlock: the block was pruned ("cleaned up"); the message names the first available one. */
+  blockCleanedUp: -32001,
+  /** getBlock: no block at that commitment (yet); a reader retries. */
+  blockNotAvailable: -32004,
+  /** getBlock: the slot produced no block. */
+  slotSkipped: -32007,
   /** Slot skipped / block not available: also used for "not yet confirmed" lookups. */
   transactionHistoryNotAvailable: -32011,
   /**

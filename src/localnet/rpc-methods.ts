@@ -1,7 +1,14 @@
 import bs58 from 'bs58';
 import { addressBytes, reachesCommitment, type Commitment, type LocalChain } from './chain.js';
 import { decodeMint, decodeTokenAccount, uiTokenAmount } from './programs.js';
-import { accountEncoding, encodeAccount, encodeTransaction, transactionEncoding } from './rpc-encoding.js';
+import {
+  accountEncoding,
+  encodeAccount,
+  encodeBlock,
+  encodeTransaction,
+  transactionEncoding,
+  type TransactionDetails,
+} from './rpc-encoding.js';
 import { invalidParams, RPC_CODES, RpcError } from './rpc-error.js';
 
 /** Reported by getVersion: the RPC surface follows Agave 2.1. */
@@ -9,6 +16,8 @@ const SOLANA_CORE_VERSION = '2.1.0';
 const MAX_SIGNATURES_FOR_ADDRESS = 1000;
 const MAX_MULTIPLE_ACCOUNTS = 100;
 const MAX_SIGNATURE_STATUSES = 256;
+/** getBlocks' widest range and getBlocksWithLimit's largest limit, as on a validator. */
+const MAX_GET_BLOCKS_RANGE = 500_000;
 
 type Params = readonly unknown[];
 type Handler = (params: Params) => unknown;
@@ -26,6 +35,10 @@ export const READ_METHODS: ReadonlySet<string> = new Set([
   'getSlot',
   'getBlockHeight',
   'getTransactionCount',
+  'getBlock',
+  'getBlocks',
+  'getBlocksWithLimit',
+  'getFirstAvailableBlock',
   'getEpochInfo',
   'getLatestBlockhash',
   'isBlockhashValid',
@@ -55,8 +68,44 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
     getHealth: () => 'ok',
     getVersion: () => ({ 'solana-core': SOLANA_CORE_VERSION, 'feature-set': 0 }),
     getGenesisHash: () => chain.genesisHash,
-    getSlot: () => chain.slot,
-    getBlockHeight: () => chain.blockHeight,
+    // Asked for no commitment, the newest (processed), as this localnet always answered.
+    getSlot: (params) => chain.slotAt(accountCommitment(objectParam(params, 0).commitment)),
+    getBlockHeight: (params) => chain.blockHeightAt(accountCommitment(objectParam(params, 0).commitment)),
+    getBlock: (params) => {
+      const slot = slotParam(params, 0, 'slot');
+      const config = typeof params[1] === 'string' ? { encoding: params[1] } : objectParam(params, 1);
+      const commitment = readCommitment(config.commitment);
+      const maxVersion = config.maxSupportedTransactionVersion;
+      if (maxVersion !== undefined && maxVersion !== 0)
+        throw invalidParams('maxSupportedTransactionVersion must be 0');
+      const { header, transactions } = chain.block(slot, commitment);
+      return encodeBlock(header, transactions, {
+        transactionDetails: transactionDetails(config.transactionDetails),
+        encoding: transactionEncoding(config.encoding),
+        maxSupportedTransactionVersion: maxVersion,
+        rewards: config.rewards !== false,
+      });
+    },
+    getBlocks: (params) => {
+      const start = slotParam(params, 0, 'start_slot');
+      // The end slot is optional: the config may take its place.
+      const hasEnd = typeof params[1] === 'number';
+      const end = hasEnd ? slotParam(params, 1, 'end_slot') : undefined;
+      const commitment = readCommitment(objectParam(params, hasEnd ? 2 : 1).commitment);
+      if (end !== undefined && end - start > MAX_GET_BLOCKS_RANGE) {
+        throw invalidParams(`Slot range too large; max ${MAX_GET_BLOCKS_RANGE}`);
+      }
+      if (end !== undefined && end < start) return [];
+      return chain.blockSlots(start, end, commitment, MAX_GET_BLOCKS_RANGE + 1);
+    },
+    getBlocksWithLimit: (params) => {
+      const start = slotParam(params, 0, 'start_slot');
+      const limit = slotParam(params, 1, 'limit');
+      if (limit > MAX_GET_BLOCKS_RANGE) throw invalidParams(`Limit too large; max ${MAX_GET_BLOCKS_RANGE}`);
+      const commitment = readCommitment(objectParam(params, 2).commitment);
+      return chain.blockSlots(start, undefined, commitment, limit);
+    },
+    getFirstAvailableBlock: () => chain.firstAvailableBlock(),
     getTransactionCount: () => chain.transactionCount,
     getEpochInfo: () => ({
       absoluteSlot: chain.slot,
@@ -212,6 +261,40 @@ export function createRpcMethods(chain: LocalChain): Record<string, Handler> {
       );
     },
 
+    /**
+     * Localnet only, for tests: block faults. `{ skipSlots: n }` the next n slots produce no block;
+     * `{ emptySlots: n }` n empty blocks at once (a warp); `{ unavailableReads: n }` every block
+     * answers -32004 to its first n getBlock reads (0: off); `{ fork: depth }` the newest `depth`
+     * unfinalized blocks are dropped with their transactions and replaced; `{ pruneBelow: slot }`
+     * history below a finalized slot is gone. Answers the slots after the change.
+     */
+    localnet_blockFaults: (params) => {
+      const faults = objectParam(params, 0);
+      const count = (name: string) => {
+        const value = faults[name];
+        if (value === undefined) return undefined;
+        if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+          throw invalidParams(`${name} must be a non-negative integer`);
+        return value;
+      };
+      const skipSlots = count('skipSlots');
+      const unavailableReads = count('unavailableReads');
+      const emptySlots = count('emptySlots');
+      const fork = count('fork');
+      const pruneBelow = count('pruneBelow');
+      chain.setBlockFaults({ skipSlots, unavailableReads });
+      if (emptySlots !== undefined) chain.warp(emptySlots);
+      const keptSlot = fork === undefined ? undefined : chain.fork(fork);
+      if (pruneBelow !== undefined) chain.pruneBelow(pruneBelow);
+      return {
+        processed: chain.slotAt('processed'),
+        confirmed: chain.slotAt('confirmed'),
+        finalized: chain.slotAt('finalized'),
+        firstAvailableBlock: chain.firstAvailableBlock(),
+        ...(keptSlot === undefined ? {} : { forkedAfter: keptSlot }),
+      };
+    },
+
     /** Tells clients this is Ledgerfeed's embedded localnet (privileged methods exist here). */
     localnet_getInfo: () => ({ localnet: true, slotMs: chain.slotMs }),
 
@@ -260,6 +343,19 @@ function readCommitment(value: unknown): Commitment {
     throw new RpcError(RPC_CODES.invalidParams, 'Method does not support commitment below `confirmed`');
   }
   throw invalidParams(`unknown commitment: ${JSON.stringify(value)}`);
+}
+
+function transactionDetails(value: unknown): TransactionDetails {
+  if (value === undefined) return 'full';
+  if (value === 'full' || value === 'accounts' || value === 'signatures' || value === 'none') return value;
+  throw invalidParams(`unknown transactionDetails: ${JSON.stringify(value)}`);
+}
+
+function slotParam(params: Params, index: number, name: string): number {
+  const value = params[index];
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw invalidParams(`expected ${name} (a slot) at position ${index}`);
+  return value;
 }
 
 function stringParam(params: Params, index: number, name: string): string {

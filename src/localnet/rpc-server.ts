@@ -231,7 +231,14 @@ export function attachPubSub(wss: WebSocketServer, chain: LocalChain): void {
       send(socket, {
         jsonrpc: '2.0',
         method: 'slotNotification',
-        params: { result: { parent: slot - 1, root: Math.max(0, slot - 32), slot }, subscription: id },
+        params: {
+          result: {
+            parent: chain.blocks.blockAtOrBelow(slot - 1),
+            root: Math.max(0, chain.slotAt('finalized')),
+            slot,
+          },
+          subscription: id,
+        },
       });
     }
     for (const subscription of signatureSubscriptions.values()) notifyIfReached(subscription);

@@ -72,6 +72,45 @@ export class TransactionStore {
     return this.bySignature.get(signature);
   }
 
+  /** The seq of the first record in a slot above `slot` (records land in slot order). */
+  firstSeqAbove(slot: number): number {
+    let lo = 0;
+    let hi = this.bySeq.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.bySeq[mid]!.slot <= slot) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** The transactions of one slot's block, in the order they landed. */
+  inSlot(slot: number): TransactionRecord[] {
+    return this.bySeq.slice(this.firstSeqAbove(slot - 1), this.firstSeqAbove(slot));
+  }
+
+  /** The newest record in a slot below `slot`. */
+  lastBeforeSlot(slot: number): TransactionRecord | undefined {
+    const seq = this.firstSeqAbove(slot - 1) - 1;
+    return seq >= 0 ? this.bySeq[seq] : undefined;
+  }
+
+  /**
+   * Forgets every record from `seq` on (a fork dropped their blocks): they are the newest, so the
+   * tail of every list. Their signatures are unknown again and may land anew.
+   */
+  truncate(seq: number): void {
+    while (this.bySeq.length > seq) {
+      const record = this.bySeq.pop()!;
+      this.bySignature.delete(record.signature);
+      for (const key of new Set(record.accountKeys)) {
+        const list = this.byAddress.get(key);
+        if (list?.at(-1) === record.seq) list.pop();
+        if (list?.length === 0) this.byAddress.delete(key);
+      }
+    }
+  }
+
   /**
    * Newest first, like a validator: strictly older than `before`, stopping at (and excluding)
    * `until`. An unknown `before` yields nothing; an unknown `until` does not stop the walk.

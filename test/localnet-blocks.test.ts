@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as spl from '@solana/spl-token';
+import type { PublicKey } from '@solana/web3.js';
 import {
   Connection,
   Keypair,
   LAMPORTS_PER_SOL,
-  PublicKey,
   SolanaJSONRPCError,
   SystemProgram,
   Transaction,

@@ -160,6 +160,7 @@ describe('state-changing calls a web page sends are refused', () => {
 test('the methods refused to pages are exactly the ones that change the chain', () => {
   const methods = Object.keys(createRpcMethods({} as LocalChain));
   expect(methods.filter((method) => !READ_METHODS.has(method)).sort()).toEqual([
+    'localnet_blockFaults',
     'localnet_setAccount',
     'requestAirdrop',
     'sendTransaction',

@@ -33,6 +33,11 @@ export interface ChainState {
   snapshotLines: number;
   /** The faucet keypair behind requestAirdrop, base58 of its 64-byte secret. */
   faucetSecret: string;
+  /**
+   * The blocks' first segment (block-ledger.ts), written with the fresh folder; later ones are
+   * journal lines. Absent from folders made before blocks existed.
+   */
+  segment?: Segment;
 }
 
 /**
@@ -181,7 +186,7 @@ export function loadChainState(dir: string): LoadedChain | undefined {
   const content = existsSync(historyFile) ? readFileSync(historyFile) : Buffer.alloc(0);
 
   const records: TransactionRecord[] = [];
-  const blockEvents: BlockEvent[] = [];
+  const blockEvents: BlockEvent[] = state.segment ? [{ segment: state.segment }] : [];
   let lines = 0;
   let bytes = 0;
   while (bytes < content.length) {

@@ -184,8 +184,10 @@ export class LocalChain extends EventEmitter {
       while (chain.blocks.isSkipped(state.slot)) state.slot += 1;
       state.blockHeight = chain.blocks.heightOf(state.slot);
     }
-    // A fresh seed for every slot from here: blockhashes issued before a crash are never issued again.
+    // A fresh seed for every slot from here: blockhashes issued before a crash are never issued
+    // again. A fresh folder keeps its first in chain.json, written at once; a restart journals it.
     const segment = newSegment(loaded ? state.slot + 1 : 0);
+    if (!loaded) state.segment = segment;
     chain.blocks.apply({ segment });
     if (!loaded) chain.advanceSlot(false);
     if (options.dir) {
@@ -196,7 +198,7 @@ export class LocalChain extends EventEmitter {
         loaded?.bytes ?? 0,
         state.snapshotLines,
       );
-      chain.journalBlockEvent({ segment }, segment.fromSlot);
+      if (loaded) chain.journalBlockEvent({ segment }, segment.fromSlot);
     }
     chain.slotStartedAt = Date.now();
     chain.timer = setInterval(() => chain.tick(), options.slotMs);

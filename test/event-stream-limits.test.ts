@@ -104,20 +104,36 @@ describe('event stream admission', () => {
     const settled = await until('no follower left', followers, (n) => n === 0, 8_000).catch(
       (error: unknown) => error,
     );
-    const streams = await Promise.all(
-      Array.from({ length: MAX_STREAMS_PER_ACCOUNT }, async () => {
-        const abort = new AbortController();
-        const response = await fetch(`${h.base}/api/v1/events/stream`, {
-          headers: { authorization: `Bearer ${member.key}` },
-          signal: abort.signal,
-        });
-        return { status: response.status, abort };
-      }),
+    // A stream reset in the last round can still hold its slot for a moment after the followers
+    // are gone (its slot is released when its admission settles, not when its follower ends; seen
+    // as one 429 in a CI run and in 1 of 2 runs here). So the plain streams are tried until all
+    // are admitted or 8 s pass: a slot counted for good (the leak) is never freed and fails this.
+    let tries = 0;
+    const statuses = await until(
+      `${MAX_STREAMS_PER_ACCOUNT} plain streams admitted`,
+      async () => {
+        tries += 1;
+        const streams = await Promise.all(
+          Array.from({ length: MAX_STREAMS_PER_ACCOUNT }, async () => {
+            const abort = new AbortController();
+            const response = await fetch(`${h.base}/api/v1/events/stream`, {
+              headers: { authorization: `Bearer ${member.key}` },
+              signal: abort.signal,
+            });
+            return { status: response.status, abort };
+          }),
+        );
+        for (const stream of streams) stream.abort.abort();
+        // Their slots are freed with their followers (both on the connection's close).
+        await until('the plain streams’ followers ended', followers, (n) => n === 0, 8_000);
+        return streams.map((s) => s.status);
+      },
+      (answered) => answered.every((status) => status === 200),
+      8_000,
     );
-    for (const stream of streams) stream.abort.abort();
-    expect(streams.map((s) => s.status)).toEqual(Array(MAX_STREAMS_PER_ACCOUNT).fill(200));
+    if (tries > 1) console.log(`the plain streams were all admitted at try ${tries}`);
+    expect(statuses).toEqual(Array(MAX_STREAMS_PER_ACCOUNT).fill(200));
     expect(settled).toBe(0);
-    await until('the plain streams’ followers ended', followers, (n) => n === 0, 8_000);
     expect(await plainStreamStatus(member)).toBe(200);
   }, 60_000);
 });

@@ -9,6 +9,7 @@ import { createApiKey } from '../src/domain/auth/api-keys.service.js';
 import { shipAll } from './support/report-writing.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
+import { until } from './support/until.js';
 
 /**
  * creatorEarnings (GraphQL) and GET /me/earnings (REST) against the real services: a creator's two
@@ -132,11 +133,12 @@ beforeAll(async () => {
   // A creator-fund payout of native tokens to the creator (as test/report-fund-payout.test.ts).
   const deps: CreatorFundDeps = { ...app, logger: pino({ level: 'silent' }) };
   const epochEnd = new Date(Date.now() + 1);
-  const deadline = Date.now() + 30_000;
-  while (!(await eventsShippedThrough(app.db, epochEnd))) {
-    if (Date.now() > deadline) throw new Error('events were not shipped to ClickHouse in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await until(
+    "the epoch's events shipped to ClickHouse",
+    () => eventsShippedThrough(app.db, epochEnd),
+    Boolean,
+    30_000,
+  );
   const plan = await planEpoch(deps, { start: epochStart, end: epochEnd });
   expect(plan).toMatchObject({ outcome: 'planned', paidTotal: PAYOUT });
   expect(await settleEpoch(deps, plan)).toEqual(['confirmed']);

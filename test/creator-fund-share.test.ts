@@ -6,6 +6,7 @@ import { planEpoch, settleEpoch, type CreatorFundDeps } from '../src/app/creator
 import { formatNative } from '../src/domain/payouts/creator-fund-rules.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
+import { until } from './support/until.js';
 
 /**
  * The creator fund per creator (issue 51, item 4), against the real services: an epoch paid on
@@ -64,11 +65,12 @@ beforeAll(async () => {
   await paymentsSettled(h.env.app.db);
 
   const epochEnd = new Date((await dbNow()).getTime() + 1);
-  const deadline = Date.now() + 30_000;
-  while (!(await eventsShippedThrough(h.env.app.db, epochEnd))) {
-    if (Date.now() > deadline) throw new Error('events were not shipped to ClickHouse in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await until(
+    "the epoch's events shipped to ClickHouse",
+    () => eventsShippedThrough(h.env.app.db, epochEnd),
+    Boolean,
+    30_000,
+  );
   const plan = await planEpoch(deps, { start: epochStart, end: epochEnd });
   expect(plan).toMatchObject({ outcome: 'planned', paidTotal: BUDGET, authorCount: 2 });
   expect(await settleEpoch(deps, plan)).toEqual(['confirmed']);

@@ -14,6 +14,7 @@ import {
 } from '../src/domain/reports/report-kinds.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
 import { paymentsSettled } from './support/settled.js';
+import { until } from './support/until.js';
 import { jsonLines, parseCsv } from './support/report-files.js';
 import {
   currencyOf,
@@ -81,11 +82,12 @@ beforeAll(async () => {
 
   // The epoch: ended, its events in ClickHouse, then planned and paid on chain.
   const epochEnd = new Date((await dbNow()).getTime() + 1);
-  const deadline = Date.now() + 30_000;
-  while (!(await eventsShippedThrough(h.env.app.db, epochEnd))) {
-    if (Date.now() > deadline) throw new Error('events were not shipped to ClickHouse in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await until(
+    "the epoch's events shipped to ClickHouse",
+    () => eventsShippedThrough(h.env.app.db, epochEnd),
+    Boolean,
+    30_000,
+  );
   const plan = await planEpoch(deps, { start: epochStart, end: epochEnd });
   expect(plan).toMatchObject({ outcome: 'planned', paidTotal: PAYOUT, authorCount: 1 });
   expect(await settleEpoch(deps, plan)).toEqual(['confirmed']);

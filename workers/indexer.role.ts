@@ -1,7 +1,7 @@
 import type { App } from '../src/app/wiring.js';
 import { startLoop } from '../src/app/background-loop.js';
 import { reconcileRound, reconciliationLag } from '../src/app/indexer/reconciler.js';
-import { followWallets } from '../src/app/indexer/wallet-follower.js';
+import { createBlockFollower } from '../src/app/indexer/block-follower.js';
 import type { RunningRole } from './role.js';
 import { untracked } from '../src/shutdown/shutdown-steps.js';
 
@@ -10,9 +10,10 @@ const ROUND_ROWS = 500;
 /**
  * The indexer role: reconciles every outbox transaction against the chain (at confirmed, then
  * again at finalized) into ClickHouse, and keeps the reconciliation-lag gauge current; and follows
- * our USDC token accounts for what the ledger did not cause (deposits from outside are credited,
- * money leaving our wallets is flagged unexplained). Safe to run in several processes: reconcile
- * rounds claim their rows with SKIP LOCKED, and deposits are keyed by signature.
+ * the chain's blocks for what the ledger did not cause on our token accounts (deposits from outside
+ * are credited, held until finalized; money leaving our wallets is flagged unexplained). Safe to
+ * run in several processes: reconcile rounds claim their rows with SKIP LOCKED, block followers
+ * move one cursor by compare-and-set, and deposits are keyed by signature and token account.
  */
 export function startIndexerRole(app: App): RunningRole {
   const log = app.logger.child({ role: 'indexer' });
@@ -33,31 +34,32 @@ export function startIndexerRole(app: App): RunningRole {
       return round.checked === ROUND_ROWS;
     },
   });
+  const blocks = createBlockFollower({ ...app, logger: log });
   const follower = startLoop({
-    name: 'wallet follower',
+    name: 'block follower',
     log,
-    idleMs: 2_000,
+    // About a slot (400 ms): a deposit reaches its history within a second of its confirmation.
+    idleMs: 400,
     step: async () => {
-      const round = await followWallets(app);
-      if (round.deposits > 0) log.info(`credited ${round.deposits} deposit(s) found on chain`);
+      const round = await blocks.step();
+      if (round.deposits > 0) log.info(`credited ${round.deposits} deposit(s) found on chain (held until finalized)`);
       if (round.unexplained > 0) {
         log.warn(`${round.unexplained} transaction(s) moved USDC out of our wallets without the ledger`);
       }
-      // A round walks every address back to its cursor: nothing is left over for an immediate rerun.
-      return false;
+      return round.more;
     },
   });
   return {
     name: 'indexer',
     summary: [
       `reconciling outbox transactions against ${app.stack.solana.url}`,
-      'following platform and user USDC token accounts for deposits and unexplained outflows',
+      'following the chain block by block for deposits to our token accounts and unexplained outflows',
     ],
     stop: async (run = untracked) => {
       // Each loop finishes the round in hand (a round's writes are one transaction per row).
       await Promise.all([
         run('indexer: reconciler', () => loop.stop()),
-        run('indexer: wallet follower', () => follower.stop()),
+        run('indexer: block follower', () => follower.stop()),
       ]);
     },
   };

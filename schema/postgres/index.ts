@@ -26,6 +26,7 @@ import * as depositFinality from './2026_11_29_c_deposit_finality.js';
 import * as webhookFairness from './2026_11_29_a_webhook_fairness.js';
 import * as reportRuns from './2026_11_29_d_report_runs.js';
 import * as financePeriods from './2026_11_29_e_finance_periods.js';
+import * as blockFollower from './2026_11_29_f_block_follower.js';
 
 /**
  * Every Postgres migration, by name. Imported statically (not read from the folder at run time)
@@ -61,4 +62,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '2026_11_29_a_webhook_fairness': webhookFairness,
   '2026_11_29_d_report_runs': reportRuns,
   '2026_11_29_e_finance_periods': financePeriods,
+  '2026_11_29_f_block_follower': blockFollower,
 };

@@ -21,6 +21,17 @@ export interface Metrics {
   reconciliationLagSeconds: Gauge;
   reconciliations: Counter<'status' | 'commitment'>;
   rpcErrors: Counter<'kind'>;
+  /** The block follower (src/app/indexer/block-follower.ts): slots its cursor is behind, by commitment. */
+  followerSlotLag: Gauge<'commitment'>;
+  followerBlocks: Counter;
+  /** HTTP requests the block follower sent to the RPC node (a batch is one). */
+  followerRpcRequests: Counter;
+  followedAccounts: Gauge;
+  /** Deposit movements by stage: `credited` (confirmed, held), `finalized` (spendable), `reversed` (fork). */
+  followerDeposits: Counter<'stage'>;
+  followerForks: Counter;
+  /** Per-address sweeps: `start` (no cursor yet, wallets exist) or `pruned` (history gone past the cursor). */
+  followerSweeps: Counter<'reason'>;
   /** Creator-fund epochs planned, by outcome (planned, no_engagement, unfunded). */
   creatorFundEpochs: Counter<'outcome'>;
   /** Epochs the fund could not pay in full: `empty` (nothing paid) or `short` (part of the budget). */
@@ -144,6 +155,44 @@ export function createMetrics(): Metrics {
     labelNames: ['kind'] as const,
     registers: [registry],
   });
+  const followerSlotLag = new Gauge({
+    name: 'ledgerfeed_block_follower_slot_lag',
+    help: 'Slots between the block follower cursor and the chain, by commitment (confirmed, finalized)',
+    labelNames: ['commitment'] as const,
+    registers: [registry],
+  });
+  const followerBlocks = new Counter({
+    name: 'ledgerfeed_block_follower_blocks_total',
+    help: 'Blocks the block follower read and passed',
+    registers: [registry],
+  });
+  const followerRpcRequests = new Counter({
+    name: 'ledgerfeed_block_follower_rpc_requests_total',
+    help: 'HTTP requests the block follower sent to the RPC node (a JSON-RPC batch counts once)',
+    registers: [registry],
+  });
+  const followedAccounts = new Gauge({
+    name: 'ledgerfeed_block_follower_followed_accounts',
+    help: 'Token accounts the block follower matches blocks against',
+    registers: [registry],
+  });
+  const followerDeposits = new Counter({
+    name: 'ledgerfeed_block_follower_deposits_total',
+    help: 'Deposit movements by stage: credited (confirmed, held), finalized (spendable), reversed (fork)',
+    labelNames: ['stage'] as const,
+    registers: [registry],
+  });
+  const followerForks = new Counter({
+    name: 'ledgerfeed_block_follower_forks_total',
+    help: 'Followed blocks dropped because the chain forked away from them',
+    registers: [registry],
+  });
+  const followerSweeps = new Counter({
+    name: 'ledgerfeed_block_follower_sweeps_total',
+    help: 'Per-address sweeps run by the block follower, by reason (start, pruned)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
   const creatorFundEpochs = new Counter({
     name: 'ledgerfeed_creator_fund_epochs_total',
     help: 'Creator-fund epochs planned, by outcome (planned, no_engagement, unfunded)',
@@ -249,6 +298,13 @@ export function createMetrics(): Metrics {
     reconciliationLagSeconds,
     reconciliations,
     rpcErrors,
+    followerSlotLag,
+    followerBlocks,
+    followerRpcRequests,
+    followedAccounts,
+    followerDeposits,
+    followerForks,
+    followerSweeps,
     httpRequests,
     cachedReads,
     dependencyUp,

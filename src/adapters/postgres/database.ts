@@ -68,7 +68,8 @@ export interface ChainTransactionsTable {
 export interface DepositTransactionsTable {
   movement_id: string;
   signature: string;
-  status: Generated<'confirmed' | 'finalized'>;
+  /** `reversed`: a fork dropped the block it was credited from (the block follower reversed it). */
+  status: Generated<'confirmed' | 'finalized' | 'reversed'>;
   /** The slot the chain reported it in when it was finalized; null before. */
   slot: bigint | null;
   confirmed_at: Date;

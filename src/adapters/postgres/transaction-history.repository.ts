@@ -36,7 +36,9 @@ export function createTransactionHistoryStore(db: Db): TransactionHistoryStore {
           SELECT movement_id FROM chain_transactions
            WHERE signature = ${signature} OR replaced_signatures @> ARRAY[${signature}::text]
           UNION ALL
-          SELECT id FROM ledger_movements WHERE idempotency_key = ${`deposit:${signature}`})`;
+          SELECT id FROM ledger_movements WHERE idempotency_key = ${`deposit:${signature}`}
+          UNION ALL
+          SELECT movement_id FROM deposit_transactions WHERE signature = ${signature})`;
       const rows = await historyQuery(db, accountId, movements)
         .orderBy('m.created_at', 'desc')
         .orderBy('m.id', 'desc')
@@ -131,7 +133,8 @@ function historyQuery(db: Db, accountId: string, movements?: RawBuilder<boolean>
         'r.kind as reversed_kind',
         'r.idempotency_key as reversed_key',
         'ct.signature',
-        sql<ChainTransactionStatus | null>`coalesce(ct.status, dt.status)`.as('chain_status'),
+        // A deposit whose block a fork dropped (reversed) failed as far as its owner is concerned.
+        sql<ChainTransactionStatus | null>`coalesce(ct.status, CASE dt.status WHEN 'reversed' THEN 'failed' ELSE dt.status END)`.as('chain_status'),
         sql<bigint | null>`coalesce(ct.slot, dt.slot)`.as('chain_slot'),
         sql<Date | null>`coalesce(ct.confirmed_at, dt.confirmed_at)`.as('confirmed_at'),
         sql<Date | null>`coalesce(ct.finalized_at, dt.finalized_at)`.as('finalized_at'),

@@ -23,7 +23,7 @@ export interface TokenMovement {
   amount: bigint;
 }
 
-interface TokenBalance {
+export interface TokenBalance {
   accountIndex: number;
   mint: string;
   owner?: string;
@@ -97,9 +97,27 @@ export function tokenDeltas(tx: FetchedTransaction, mint: string): Map<string, b
 }
 
 function toFetched(signature: string, tx: RpcTransaction): FetchedTransaction {
-  const keys = tx.transaction.message.accountKeys.map((key) => (typeof key === 'string' ? key : key.pubkey));
-  const pre = new Map((tx.meta?.preTokenBalances ?? []).map((b) => [b.accountIndex, b]));
-  const post = new Map((tx.meta?.postTokenBalances ?? []).map((b) => [b.accountIndex, b]));
+  return {
+    signature,
+    slot: tx.slot,
+    blockTime: new Date((tx.blockTime ?? 0) * 1000),
+    fee: tx.meta?.fee ?? 0,
+    err: tx.meta?.err ?? null,
+    movements: tokenMovements(tx.transaction.message.accountKeys, tx.meta),
+  };
+}
+
+/**
+ * Net token movement per token account (post - pre) of one transaction, zero movements left out;
+ * `accountKeys` is its full key list (loaded addresses included), which the balances index into.
+ */
+export function tokenMovements(
+  accountKeys: ReadonlyArray<string | { pubkey: string }>,
+  meta: { preTokenBalances?: TokenBalance[]; postTokenBalances?: TokenBalance[] } | null,
+): TokenMovement[] {
+  const keys = accountKeys.map((key) => (typeof key === 'string' ? key : key.pubkey));
+  const pre = new Map((meta?.preTokenBalances ?? []).map((b) => [b.accountIndex, b]));
+  const post = new Map((meta?.postTokenBalances ?? []).map((b) => [b.accountIndex, b]));
   const movements: TokenMovement[] = [];
   for (const index of new Set([...pre.keys(), ...post.keys()])) {
     const before = pre.get(index);
@@ -116,14 +134,7 @@ function toFetched(signature: string, tx: RpcTransaction): FetchedTransaction {
       amount,
     });
   }
-  return {
-    signature,
-    slot: tx.slot,
-    blockTime: new Date((tx.blockTime ?? 0) * 1000),
-    fee: tx.meta?.fee ?? 0,
-    err: tx.meta?.err ?? null,
-    movements,
-  };
+  return movements;
 }
 
 /** Runs `call`, retrying retryable chain failures with backoff (honouring Retry-After). */

@@ -26,7 +26,7 @@ import {
   withBackoff,
   type FetchedTransaction,
 } from './chain-reader.js';
-import { clickhouseTime } from './event-shipper.js';
+import { unexplainedRow } from './unexplained-outflow.js';
 
 export interface WalletFollowerDeps {
   db: Db;
@@ -60,8 +60,6 @@ export interface FollowRound {
   unexplained: number;
 }
 
-/** The movement id of a reconciliation row that no ledger movement explains. */
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 const MAX_PAGE = 1_000;
 
 /** A followed token account and where its last round stopped. */
@@ -270,7 +268,11 @@ async function judgeSignatures(
       const { replayed } = await creditDeposit(deps.ledger, signature, verdict.credits);
       if (!replayed) outcome.deposits++;
     } else if (verdict.kind === 'unexplained') {
-      const row = unexplainedRow(tx, verdict.outflows, wallets, now);
+      const row = unexplainedRow(
+        tx,
+        verdict.outflows.map((o) => ({ ...o, label: wallets.labels.get(o.owner) ?? o.owner })),
+        now,
+      );
       unexplainedRows.push(row.clickhouse);
       exceptions.push(row.exception);
       deps.metrics.reconciliations.inc({ status: 'unexplained', commitment: 'confirmed' });
@@ -328,37 +330,6 @@ function creditDeposit(
       })),
     ],
   });
-}
-
-function unexplainedRow(
-  tx: FetchedTransaction,
-  outflows: Array<{ owner: string; amount: bigint }>,
-  wallets: OurWallets,
-  now: Date,
-): { clickhouse: Record<string, unknown>; exception: ReconciliationException } {
-  const total = outflows.reduce((sum, outflow) => sum + outflow.amount, 0n);
-  const named = outflows.map((o) => `${wallets.labels.get(o.owner)} (${o.owner}) -${o.amount}`);
-  const detail = `USDC left ${named.join(', ')} with no ledger movement`;
-  return {
-    clickhouse: {
-      movement_id: NIL_UUID,
-      signature: tx.signature,
-      ledger_day: tx.blockTime.toISOString().slice(0, 10),
-      status: 'unexplained',
-      ledger_amount: '0',
-      chain_amount: total.toString(),
-      commitment: 'confirmed',
-      detail,
-      checked_at: clickhouseTime(now),
-    },
-    exception: {
-      signature: tx.signature,
-      verdict: 'unexplained',
-      ledgerAmountMicro: 0n,
-      chainAmountMicro: total,
-      detail,
-    },
-  };
 }
 
 /**

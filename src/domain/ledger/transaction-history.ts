@@ -128,10 +128,13 @@ export function parseHistoryLimit(raw: unknown, field = 'limit'): number {
 
 const DEPOSIT_KEY_PREFIX = 'deposit:';
 
-/** A deposit is keyed `deposit:<signature>` (the USDC transfer that brought the money in). */
+/**
+ * A deposit is keyed `deposit:<signature>` (the USDC transfer that brought the money in), or
+ * `deposit:<signature>:<slot>` when it landed again after a fork dropped its first landing.
+ */
 function depositSignature(idempotencyKey: string | null): string | null {
   return idempotencyKey?.startsWith(DEPOSIT_KEY_PREFIX)
-    ? idempotencyKey.slice(DEPOSIT_KEY_PREFIX.length) || null
+    ? idempotencyKey.slice(DEPOSIT_KEY_PREFIX.length).split(':')[0] || null
     : null;
 }
 

@@ -2,6 +2,7 @@ import type { App } from '../src/app/wiring.js';
 import { startLoop } from '../src/app/background-loop.js';
 import { reconcileRound, reconciliationLag } from '../src/app/indexer/reconciler.js';
 import { createBlockFollower } from '../src/app/indexer/block-follower.js';
+import { balanceCheckDue, checkBalances, firstBalanceCheckAt } from '../src/app/indexer/balance-check.js';
 import type { RunningRole } from './role.js';
 import { untracked } from '../src/shutdown/shutdown-steps.js';
 
@@ -49,17 +50,48 @@ export function startIndexerRole(app: App): RunningRole {
       return round.more;
     },
   });
+  // The daily balance check: every followed token account's ledger balance against the chain, once
+  // a UTC day at BALANCE_CHECK_HOUR_UTC, first at the next such hour after this start (never at
+  // start: a test's process starts at any hour). balance_checks keeps it to one run a day across
+  // indexer processes; a failed run gives the day back and is tried again (backing off from a
+  // minute to 15).
+  const balanceHour = app.config.BALANCE_CHECK_HOUR_UTC;
+  const balanceFirstAt = firstBalanceCheckAt(new Date(), balanceHour);
+  const balanceStopping = new AbortController();
+  let balanceCheckedDay = '';
+  const balanceCheck = startLoop({
+    name: 'balance check',
+    log,
+    idleMs: 60_000,
+    maxBackoffMs: 15 * 60_000,
+    step: async () => {
+      const now = new Date();
+      if (!balanceCheckDue(now, balanceFirstAt, balanceHour)) return false;
+      if (balanceCheckedDay === now.toISOString().slice(0, 10)) return false;
+      try {
+        balanceCheckedDay = (
+          await checkBalances({ ...app, logger: log }, { now, signal: balanceStopping.signal })
+        ).day;
+      } catch (error) {
+        if (balanceStopping.signal.aborted) return false; // stopped midway: the day was given back
+        throw error;
+      }
+      return false;
+    },
+  });
   return {
     name: 'indexer',
     summary: [
       `reconciling outbox transactions against ${app.stack.solana.url}`,
       'following the chain block by block for deposits to our token accounts and unexplained outflows',
+      `comparing every followed token account's ledger balance with the chain daily at ${String(balanceHour).padStart(2, '0')}:00 UTC (first ${balanceFirstAt.toISOString()})`,
     ],
     stop: async (run = untracked) => {
       // Each loop finishes the round in hand (a round's writes are one transaction per row).
       await Promise.all([
         run('indexer: reconciler', () => loop.stop()),
         run('indexer: block follower', () => follower.stop()),
+        run('indexer: balance check', () => (balanceStopping.abort(), balanceCheck.stop())),
       ]);
     },
   };

@@ -24,6 +24,7 @@ const STATUSES = [
   'MISSING',
   'PENDING',
   'UNEXPLAINED',
+  'BALANCE_MISMATCH',
   'NOT_FINALIZED',
 ];
 const COUNT_FIELDS = {
@@ -33,6 +34,7 @@ const COUNT_FIELDS = {
   missing: 'MISSING',
   pending: 'PENDING',
   unexplained: 'UNEXPLAINED',
+  balanceMismatch: 'BALANCE_MISMATCH',
   notFinalized: 'NOT_FINALIZED',
 };
 /** The payments of the range by outbox state, as the outbox is now (pending: signed or sent). */
@@ -190,7 +192,7 @@ async function loadSummary(form, box) {
     ({ reconciliationSummary: days } = await gql(
       `query ($from: String!, $to: String!) { reconciliationSummary(from: $from, to: $to) {
          day ledgerTotalUsdMicro chainTotalUsdMicro matched
-         exceptions { amountMismatch wrongParty failedOnChain missing pending unexplained notFinalized }
+         exceptions { amountMismatch wrongParty failedOnChain missing pending unexplained balanceMismatch notFinalized }
          payments { pending confirmed finalized failed } } }`,
       { from, to },
     ));

@@ -177,6 +177,18 @@ export const envSchema = z.object({
     .int({ message: 'expected whole milliseconds' })
     .min(0, { message: 'expected milliseconds >= 0' })
     .default(120_000),
+  /**
+   * The UTC hour (0-23) at which the indexer role compares every followed token account's ledger
+   * balance with the chain (src/app/indexer/balance-check.ts), once a day. The first run is at the
+   * next such hour after the process starts, never at start.
+   * @defaultValue 3
+   */
+  BALANCE_CHECK_HOUR_UTC: z.coerce
+    .number({ message: 'expected an hour from 0 to 23' })
+    .int({ message: 'expected a whole hour from 0 to 23' })
+    .min(0, { message: 'expected an hour from 0 to 23' })
+    .max(23, { message: 'expected an hour from 0 to 23' })
+    .default(3),
   /** How long a money-moving request waits for the cluster to execute its payment before answering 202 pending. */
   WRITE_TIMEOUT_MS: z.coerce
     .number({ message: 'expected milliseconds' })

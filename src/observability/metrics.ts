@@ -32,6 +32,10 @@ export interface Metrics {
   followerForks: Counter;
   /** Per-address sweeps: `start` (no cursor yet, wallets exist) or `pruned` (history gone past the cursor). */
   followerSweeps: Counter<'reason'>;
+  /** The daily balance check (src/app/indexer/balance-check.ts): mismatches its last run raised. */
+  balanceCheckMismatches: Gauge;
+  /** When the last balance check finished (Unix seconds): an alert can ask that it is under ~26 h old. */
+  balanceCheckLastRun: Gauge;
   /** Creator-fund epochs planned, by outcome (planned, no_engagement, unfunded). */
   creatorFundEpochs: Counter<'outcome'>;
   /** Epochs the fund could not pay in full: `empty` (nothing paid) or `short` (part of the budget). */
@@ -193,6 +197,16 @@ export function createMetrics(): Metrics {
     labelNames: ['reason'] as const,
     registers: [registry],
   });
+  const balanceCheckMismatches = new Gauge({
+    name: 'ledgerfeed_balance_check_mismatches',
+    help: 'Token accounts whose ledger balance differed from the chain in the last daily balance check',
+    registers: [registry],
+  });
+  const balanceCheckLastRun = new Gauge({
+    name: 'ledgerfeed_balance_check_last_run_timestamp_seconds',
+    help: 'When the last daily balance check finished (Unix time, seconds)',
+    registers: [registry],
+  });
   const creatorFundEpochs = new Counter({
     name: 'ledgerfeed_creator_fund_epochs_total',
     help: 'Creator-fund epochs planned, by outcome (planned, no_engagement, unfunded)',
@@ -305,6 +319,8 @@ export function createMetrics(): Metrics {
     followerDeposits,
     followerForks,
     followerSweeps,
+    balanceCheckMismatches,
+    balanceCheckLastRun,
     httpRequests,
     cachedReads,
     dependencyUp,

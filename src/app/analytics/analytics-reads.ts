@@ -154,8 +154,11 @@ async function verdictSummary(ch: ClickHouse, from: string, to: string): Promise
   for (const row of rows) {
     let summary = days.get(row.day);
     if (!summary) days.set(row.day, (summary = emptySummary(row.day)));
-    summary.ledgerTotalMicro += BigInt(row.ledger_total);
-    summary.chainTotalMicro += BigInt(row.chain_total);
+    // A balance_mismatch row holds two balances (native ones in base units), not money moved.
+    if (row.status !== 'balance_mismatch') {
+      summary.ledgerTotalMicro += BigInt(row.ledger_total);
+      summary.chainTotalMicro += BigInt(row.chain_total);
+    }
     if (row.status === 'matched') summary.matched += Number(row.n);
     else summary.exceptions[row.status] += Number(row.n);
   }

@@ -23,7 +23,14 @@ export type ReconciliationStatus =
    * A verdict of a movement in a closed finance period that differs from the one the period froze:
    * recorded again on the day it was found (the open period), the closed period's files unchanged.
    */
-  | 'post_close_difference';
+  | 'post_close_difference'
+  /**
+   * The daily balance check (src/app/indexer/balance-check.ts): a user's token account holds other
+   * than its ledger account's balance + pending, twice in a row with the same values. Not a movement:
+   * the row's amounts are the two balances (USDC micro-USD, or native base units), its "signature"
+   * `balance-check:<day>:<token account>`, its movement id the nil UUID.
+   */
+  | 'balance_mismatch';
 
 export const RECONCILIATION_STATUSES: readonly ReconciliationStatus[] = [
   'matched',
@@ -35,6 +42,7 @@ export const RECONCILIATION_STATUSES: readonly ReconciliationStatus[] = [
   'unexplained',
   'not_finalized',
   'post_close_difference',
+  'balance_mismatch',
 ];
 
 /**

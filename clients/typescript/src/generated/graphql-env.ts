@@ -5822,6 +5822,21 @@ const introspection = {
             "deprecationReason": null
           },
           {
+            "name": "balanceMismatch",
+            "args": [],
+            "type": {
+              "kind": "NON_NULL",
+              "name": null,
+              "ofType": {
+                "name": "Int",
+                "kind": "SCALAR",
+                "ofType": null
+              }
+            },
+            "isDeprecated": false,
+            "deprecationReason": null
+          },
+          {
             "name": "failedOnChain",
             "args": [],
             "type": {
@@ -6057,6 +6072,11 @@ const introspection = {
         "enumValues": [
           {
             "name": "AMOUNT_MISMATCH",
+            "isDeprecated": false,
+            "deprecationReason": null
+          },
+          {
+            "name": "BALANCE_MISMATCH",
             "isDeprecated": false,
             "deprecationReason": null
           },

@@ -779,6 +779,7 @@ export interface operations {
                             unexplained: number;
                             not_finalized: number;
                             post_close_difference: number;
+                            balance_mismatch: number;
                         };
                         /** @description The day’s payments by outbox state now; pending is signed or sent */
                         payment_counts: {
@@ -792,7 +793,7 @@ export interface operations {
                             movement_id: string;
                             signature: string;
                             /** @enum {string} */
-                            status: "amount_mismatch" | "wrong_party" | "failed_on_chain" | "missing" | "pending" | "unexplained" | "not_finalized" | "post_close_difference";
+                            status: "amount_mismatch" | "wrong_party" | "failed_on_chain" | "missing" | "pending" | "unexplained" | "not_finalized" | "post_close_difference" | "balance_mismatch";
                             ledger_amount_usd: number;
                             chain_amount_usd: number;
                             commitment: string;

@@ -54,6 +54,10 @@ const ExceptionCounts = builder
         description:
           'Verdicts of movements in a closed period that differ from the frozen ones, counted on the day they were found.',
       }),
+      balanceMismatch: t.exposeInt('balance_mismatch', {
+        description:
+          "Token accounts whose chain balance differed from their ledger balance + pending in the day's balance check (twice, the same).",
+      }),
       notFinalized: t.exposeInt('not_finalized', {
         description:
           "Payments still not finalized 5 minutes after signing, from the outbox (Postgres) as it is now; the other counts are the reconciler's verdicts.",

@@ -9,7 +9,7 @@ import type { TestEnv } from './test-env.js';
  */
 export async function startRoleChild(
   env: TestEnv,
-  role: 'api' | 'worker',
+  role: 'api' | 'worker' | 'indexer',
   children: ChildProcessWithoutNullStreams[],
   extra: Record<string, string> = {},
 ): Promise<ChildProcessWithoutNullStreams> {

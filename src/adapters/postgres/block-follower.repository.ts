@@ -224,6 +224,13 @@ export async function creditedMovementsInBlock(trx: Transaction<Database>, slot:
   return rows.map((row) => row.movement_id);
 }
 
+/** Whether deposits credited from the block at `slot` were made spendable (finalized). */
+export async function hasFinalizedCredits(trx: Transaction<Database>, slot: number): Promise<boolean> {
+  const { rows } = await sql<{ found: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM deposit_credits WHERE slot = ${slot} AND status = 'finalized') AS found`.execute(trx);
+  return rows[0]?.found === true;
+}
+
 /**
  * Marks the credits of `movementIds` and their deposit_transactions rows `finalized` or
  * `reversed`; returns the movements it changed (a movement already settled is left alone).

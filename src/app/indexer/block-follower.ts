@@ -5,6 +5,7 @@ import {
   creditsOf,
   creditedMovementsInBlock,
   deleteFollowedBlock,
+  hasFinalizedCredits,
   followedBlock,
   insertDepositCredits,
   insertFollowedBlocks,
@@ -36,6 +37,7 @@ import { sql } from 'kysely';
 import {
   finalizedBlockhashes,
   newestConfirmedBlock,
+  PRUNED,
   readBlocks,
   readTips,
   toFetched,
@@ -89,6 +91,8 @@ export interface BlockFollower {
   step(): Promise<FollowStep>;
 }
 
+/** How often the deposits waiting for finalization are looked up in Postgres (see settle). */
+const UNSETTLED_READ_MS = 5_000;
 /** Keep this many slots of followed blocks below finalized (a fork never reaches them). */
 const KEEP_BELOW_FINALIZED = 150;
 
@@ -109,8 +113,12 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
   const blocksPerRound = options.blocksPerRound ?? 100;
   const rpc = countingRpc(deps.rpc, deps.metrics);
   let accounts: FollowedAccounts | undefined;
-  /** The oldest slot holding a deposit not finalized yet; undefined until read. */
-  let oldestUnsettled: number | null | undefined;
+  /**
+   * The oldest slot holding a deposit not finalized yet (null: none), as last read or credited here;
+   * read again every UNSETTLED_READ_MS, since another indexer process may have credited one.
+   */
+  let oldestUnsettled: number | null = null;
+  let unsettledReadAt = 0;
   let prunedBelow = 0;
   /** The cursor as this process last committed it (read again after another moved it). */
   let known: BlockRef | null = null;
@@ -152,7 +160,7 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
       break;
     }
     if (passed.length > 0) Object.assign(outcome, await passBlocks(cursor, passed, accounts));
-    if (outcome.fork) outcome.reversed += await dropNewestBlock(cursor, tips.finalizedSlot);
+    if (outcome.fork) outcome.reversed += await dropNewestBlock(cursor);
     const lastSlot = tips.blockSlots.at(-1);
     deps.metrics.followerSlotLag.set(
       { commitment: 'confirmed' },
@@ -209,6 +217,13 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
   ): Promise<Pick<FollowStep, 'blocks' | 'deposits' | 'unexplained'>> {
     const platform = await deps.bootstrapChain();
     const usdc = platform.usdcMint.toBase58();
+    // Where we hold the mints' authorities (the localnet, a private validator), a mint they signed
+    // is a faucet's: the faucet credits it (spendable at once: test money), the follower indexes it.
+    const faucets = new Set(
+      platform.mintsTestTokens
+        ? [platform.signers.usdc_mint_authority, platform.signers.native_mint_authority].map((k) => k.publicKey.toBase58())
+        : [],
+    );
     // Token balances of accounts that may be ours; one look-up for every hit of the round.
     const touching = blocks.flatMap((block) =>
       block.transactions
@@ -239,6 +254,7 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
       // A deposit the faucets (or a sweep) recorded is indexed only; one this follower credited and
       // a fork did not reverse is not credited again.
       if (source === 'deposit' && !mine) continue;
+      if (tx.signers.some((signer) => faucets.has(signer))) continue;
       if (mine && mine.live.size > 0) continue;
       if (tx.err !== null) continue; // landed with an error: no token balance changed
       const changes = fetched.movements
@@ -323,18 +339,23 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
   }
 
   /**
-   * A fork dropped the cursor's block: its deposits are reversed (they were never spendable) and the
-   * cursor goes back to its parent; the next round walks back further or follows the new branch.
+   * A fork dropped the cursor's block: its deposits are reversed (they were never spendable: a
+   * deposit is released only once its block is checked to be the finalized one) and the cursor goes
+   * back to its parent; the next round walks back further or follows the new branch. The slot may
+   * be below finalized by now (the follower was slow to see the fork): its block is still not the
+   * finalized one.
    */
-  async function dropNewestBlock(cursor: BlockRef, finalizedSlot: number): Promise<number> {
-    if (cursor.slot <= finalizedSlot) {
-      throw new Error(
-        `the chain's blocks after slot ${cursor.slot} do not descend from the follower's block there, which is finalized: stopping instead of reversing finalized deposits`,
-      );
-    }
+  async function dropNewestBlock(cursor: BlockRef): Promise<number> {
     const reversed = await deps.db.transaction().execute(async (trx) => {
       const block = await followedBlock(trx, cursor.slot);
       if (!block) throw new Error(`a fork dropped slot ${cursor.slot}, and the follower kept no parent to walk back to`);
+      // A block whose deposits were made spendable was checked to be the finalized one at its
+      // slot: a chain that drops it is not one to follow blindly.
+      if (await hasFinalizedCredits(trx, cursor.slot)) {
+        throw new Error(
+          `the chain dropped block ${cursor.slot} (${cursor.blockhash}), from which deposits were made spendable when it was finalized: stopping for an operator`,
+        );
+      }
       const movements = await reverseCredits(trx, await creditedMovementsInBlock(trx, cursor.slot));
       await deleteFollowedBlock(trx, cursor.slot);
       const parent = { slot: block.parentSlot, blockhash: block.previousBlockhash };
@@ -372,12 +393,21 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
    * finalized one at that slot (by blockhash); a deposit whose block is not is reversed.
    */
   async function settle(finalizedSlot: number): Promise<{ finalized: number; reversed: number }> {
-    if (oldestUnsettled === undefined) oldestUnsettled = await oldestUnsettledSlot(deps.db);
+    if (Date.now() - unsettledReadAt > UNSETTLED_READ_MS) {
+      unsettledReadAt = Date.now();
+      oldestUnsettled = await oldestUnsettledSlot(deps.db);
+    }
     if (oldestUnsettled === null || oldestUnsettled > finalizedSlot) return { finalized: 0, reversed: 0 };
     const due = await unsettledCredits(deps.db, finalizedSlot);
     const hashes = await finalizedBlockhashes(rpc, [...new Set(due.map((d) => d.slot))]);
-    const release = due.filter((d) => hashes.get(d.slot) === d.blockhash).map((d) => d.movementId);
-    const drop = due.filter((d) => hashes.has(d.slot) && hashes.get(d.slot) !== d.blockhash).map((d) => d.movementId);
+    // A block the node pruned is older than any fork reaches: the blocks the cursor passed after it
+    // descend from it, so it is the finalized one.
+    const release = due
+      .filter((d) => hashes.get(d.slot) === d.blockhash || hashes.get(d.slot) === PRUNED)
+      .map((d) => d.movementId);
+    const drop = due
+      .filter((d) => hashes.has(d.slot) && hashes.get(d.slot) !== d.blockhash && hashes.get(d.slot) !== PRUNED)
+      .map((d) => d.movementId);
     const outcome = await deps.db.transaction().execute(async (trx) => {
       const finalized = await settleCredits(trx, release, 'finalized');
       if (finalized.length > 0) {
@@ -390,6 +420,7 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
     }
     deps.metrics.followerDeposits.inc({ stage: 'finalized' }, outcome.finalized);
     oldestUnsettled = await oldestUnsettledSlot(deps.db);
+    unsettledReadAt = Date.now();
     return outcome;
   }
 
@@ -399,6 +430,10 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
         return await step();
       } catch (error) {
         known = null; // read the cursor again: another follower may have moved it
+        // Two indexers follow the same cursor: the one that lost the race reads again at once.
+        if (error instanceof CursorMoved) {
+          return { blocks: 0, deposits: 0, finalized: 0, reversed: 0, unexplained: 0, fork: false, more: true };
+        }
         throw error;
       }
     },

@@ -18,6 +18,8 @@ export interface BlockTransaction {
   fee: number;
   /** Every token account a token balance names (pre or post), by its index into the key list. */
   tokenAccounts: string[];
+  /** The keys that signed it. */
+  signers: string[];
   raw: RawTransaction;
 }
 
@@ -28,7 +30,7 @@ interface RawTransaction {
     preTokenBalances?: TokenBalance[];
     postTokenBalances?: TokenBalance[];
   } | null;
-  transaction: { signatures: string[]; accountKeys: Array<string | { pubkey: string }> };
+  transaction: { signatures: string[]; accountKeys: Array<string | { pubkey: string; signer?: boolean }> };
 }
 
 interface RawBlock {
@@ -126,12 +128,18 @@ export async function readBlocks(
   return { blocks };
 }
 
-/** One block's hash at `finalized` (null when that slot has no finalized block). */
+/** A finalized slot the node no longer holds (pruned): too old to be dropped by a fork. */
+export const PRUNED = Symbol('pruned');
+
+/**
+ * Each slot's block hash at `finalized`: null when the slot has no finalized block (skipped),
+ * PRUNED when the node no longer has it; a slot not finalized yet is left out.
+ */
 export async function finalizedBlockhashes(
   rpc: RpcClient,
   slots: readonly number[],
-): Promise<Map<number, string | null>> {
-  const hashes = new Map<number, string | null>();
+): Promise<Map<number, string | null | typeof PRUNED>> {
+  const hashes = new Map<number, string | null | typeof PRUNED>();
   for (let from = 0; from < slots.length; from += BLOCKS_PER_REQUEST) {
     const chunk = slots.slice(from, from + BLOCKS_PER_REQUEST);
     const answers = await withBackoff(() =>
@@ -145,6 +153,7 @@ export async function finalizedBlockhashes(
     answers.forEach((answer, i) => {
       if (!('error' in answer)) hashes.set(chunk[i]!, answer.result.blockhash);
       else if (answer.error.rpcCode === SLOT_SKIPPED) hashes.set(chunk[i]!, null);
+      else if (answer.error.rpcCode === BLOCK_CLEANED_UP) hashes.set(chunk[i]!, PRUNED);
       else if (answer.error.rpcCode !== BLOCK_NOT_AVAILABLE) throw answer.error;
     });
   }
@@ -195,6 +204,17 @@ function toBlock(slot: number, raw: RawBlock): ChainBlock {
         err: tx.meta?.err ?? null,
         fee: tx.meta?.fee ?? 0,
         tokenAccounts: [...indexes].map(key),
+        // With transactionDetails `accounts` each key says whether it signed; a plain key list puts
+        // the signers first, one per signature.
+        signers: keys.flatMap((entry, index) =>
+          typeof entry === 'string'
+            ? index < tx.transaction.signatures.length
+              ? [entry]
+              : []
+            : entry.signer
+              ? [entry.pubkey]
+              : [],
+        ),
         raw: tx,
       };
     }),

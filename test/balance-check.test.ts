@@ -1,10 +1,21 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { associatedTokenAccount, fundUsdc, type PlatformChain } from '../src/adapters/solana/index.js';
+import {
+  associatedTokenAccount,
+  buildTransfer,
+  fundUsdc,
+  sendAndConfirm,
+  signerFromSeed,
+  signTransaction,
+  USDC_DECIMALS,
+  type PlatformChain,
+} from '../src/adapters/solana/index.js';
 import { reconciliationSummary } from '../src/app/analytics/analytics-reads.js';
 import { checkBalances, type BalanceCheckOptions } from '../src/app/indexer/balance-check.js';
+import { createBlockFollower, type BlockFollower } from '../src/app/indexer/block-follower.js';
 import { FollowedAccounts } from '../src/app/indexer/followed-accounts.js';
 import { commitSend } from '../src/app/write-path/send-usdc.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
@@ -13,6 +24,7 @@ import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import { PublicKey } from '@solana/web3.js';
 import { depositNative, fundedAccount } from './support/deposit.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
+import { until } from './support/until.js';
 
 /**
  * The daily balance check (issue 52's safety net) against the real localnet, Postgres and
@@ -40,8 +52,21 @@ afterAll(async () => {
   await env?.close();
 });
 
+const silent = pino({ level: 'silent' });
+
 const check = (options: BalanceCheckOptions = {}) =>
-  checkBalances({ ...env.app, logger: pino({ level: 'silent' }) }, { recheckAfterMs: 0, ...options });
+  checkBalances({ ...env.app, logger: silent }, { recheckAfterMs: 0, ...options });
+
+/** Follower rounds until it has passed every confirmed block; the deposits it credited. */
+async function followerCatchUp(follower: BlockFollower): Promise<number> {
+  let deposits = 0;
+  for (let i = 0; i < 200; i++) {
+    const round = await follower.step();
+    deposits += round.deposits;
+    if (!round.more && !round.stoppedBy) return deposits;
+  }
+  throw new Error('the block follower did not catch up in 200 rounds');
+}
 
 const usdcAccount = (account: Account) =>
   associatedTokenAccount(platform.usdcMint, new PublicKey(account.walletAddress)).toBase58();
@@ -78,12 +103,43 @@ async function stagedMismatches() {
 }
 
 describe('daily balance check', () => {
-  test('finds no difference when every deposit is credited as on chain, and runs once a day', async () => {
+  test('finds no difference after deposits (the faucet ones and one the block follower credited), and runs once a day', async () => {
     const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM followed_token_accounts`.execute(
       env.app.db,
     );
     // Two token accounts (USDC, native) per wallet: the finance account's and the four users'.
     expect(Number(rows[0]!.n)).toBe(10);
+
+    // A deposit from a wallet outside the platform, credited by the block follower (held in pending
+    // until its block is finalized): balance + pending equals the chain from the credit on.
+    const follower = createBlockFollower({ ...env.app, logger: silent });
+    await followerCatchUp(follower);
+    const outsider = signerFromSeed(randomBytes(32));
+    await fundUsdc(env.app.rpc, platform, outsider.publicKey.toBase58(), 1_500_000n);
+    const { blockhash, lastValidBlockHeight } = await env.app.rpc.getLatestBlockhash('confirmed');
+    const transfer = buildTransfer({
+      feePayer: platform.signers.fee_payer.publicKey,
+      recentBlockhash: blockhash,
+      legs: [
+        {
+          mint: platform.usdcMint,
+          decimals: USDC_DECIMALS,
+          from: outsider.publicKey,
+          to: new PublicKey(users[3]!.walletAddress),
+          amount: 1_500_000n,
+        },
+      ],
+    });
+    const signed = signTransaction(transfer, [platform.signers.fee_payer, outsider]);
+    await sendAndConfirm(env.app.rpc, { ...signed, lastValidBlockHeight }, { commitment: 'confirmed' });
+    await until(
+      'the follower credits the deposit',
+      () => followerCatchUp(follower),
+      (n) => n === 1,
+      20_000,
+    );
+    const money = await env.app.ledger.money(users[3]!.id);
+    expect(money.availableMicro + money.pendingMicro).toBe(5_500_000n);
 
     const result = await check();
     expect(result).toEqual({

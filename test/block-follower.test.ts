@@ -7,9 +7,17 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { associatedTokenAccount, type PlatformChain, type Signer } from '../src/adapters/solana/index.js';
-import { createBlockFollower, type BlockFollower, type FollowStep } from '../src/app/indexer/block-follower.js';
+import {
+  createBlockFollower,
+  type BlockFollower,
+  type FollowStep,
+} from '../src/app/indexer/block-follower.js';
 import { createAccount } from '../src/domain/accounts/accounts.service.js';
 import type { Account } from '../src/domain/accounts/account.js';
+import { reconcileRound } from '../src/app/indexer/reconciler.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
+import { settlePayment } from '../src/app/write-path/settle-payment.js';
+import { fundedAccount } from './support/deposit.js';
 import { outsideDeposit, outsideTransfer, outsideWallet } from './support/outside-deposit.js';
 import { killChild, startRoleChild } from './support/role-child.js';
 import { openTestEnv, type TestEnv } from './support/test-env.js';
@@ -47,7 +55,9 @@ beforeAll(async () => {
     SELECT * FROM unnest(${Array.from({ length: QUIET_ACCOUNTS }, () => bs58.encode(randomBytes(32)))}::text[],
                          ${Array.from({ length: QUIET_ACCOUNTS }, () => bs58.encode(randomBytes(32)))}::text[],
                          array_fill(${platform.usdcMint.toBase58()}::text, ARRAY[${QUIET_ACCOUNTS}::int]),
-                         array_fill(${users[0]!.id}::uuid, ARRAY[${QUIET_ACCOUNTS}::int]))`.execute(env.app.db);
+                         array_fill(${users[0]!.id}::uuid, ARRAY[${QUIET_ACCOUNTS}::int]))`.execute(
+    env.app.db,
+  );
   outsider = await outsideWallet(env.app.rpc, platform, 1_000_000_000n);
   await catchUp();
 }, 120_000);
@@ -58,7 +68,16 @@ afterAll(async () => {
 
 /** Rounds until the follower has passed every confirmed block (what it did, summed). */
 async function catchUp(): Promise<FollowStep & { stops: string[] }> {
-  const total: FollowStep & { stops: string[] } = { blocks: 0, deposits: 0, finalized: 0, reversed: 0, unexplained: 0, fork: false, more: false, stops: [] };
+  const total: FollowStep & { stops: string[] } = {
+    blocks: 0,
+    deposits: 0,
+    finalized: 0,
+    reversed: 0,
+    unexplained: 0,
+    fork: false,
+    more: false,
+    stops: [],
+  };
   for (let i = 0; i < 400; i++) {
     const round = await follower.step();
     total.blocks += round.blocks;
@@ -99,7 +118,9 @@ const slotAt = (commitment: 'processed' | 'finalized') =>
 /** Live credits and deposit movements of one signature. */
 async function creditsOf(signature: string) {
   const { rows } = await sql<{ status: string; n: number }>`
-    SELECT status, count(*)::int AS n FROM deposit_credits WHERE signature = ${signature} GROUP BY status`.execute(env.app.db);
+    SELECT status, count(*)::int AS n FROM deposit_credits WHERE signature = ${signature} GROUP BY status`.execute(
+    env.app.db,
+  );
   return Object.fromEntries(rows.map((row) => [row.status, row.n]));
 }
 
@@ -131,7 +152,12 @@ describe('block follower', () => {
   test('a deposit into one of many followed accounts is held at confirmed, spendable once finalized, credited once', async () => {
     const user = users[2]!;
     const { signature } = await deposit(user, 2_500_000n);
-    await until('the deposit credited', async () => (await catchUp()).deposits, (n) => n === 1, 10_000);
+    await until(
+      'the deposit credited',
+      async () => (await catchUp()).deposits,
+      (n) => n === 1,
+      10_000,
+    );
     expect(await money(user.id)).toMatchObject({ pendingMicro: 2_500_000n, availableMicro: 0n });
     const history = await env.app.db
       .selectFrom('deposit_transactions')
@@ -158,7 +184,9 @@ describe('block follower', () => {
   }, 60_000);
 
   test('skipped slots and -32004 answers: every deposit is credited once, no block stepped over', async () => {
-    const { rows: before } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM followed_blocks`.execute(env.app.db);
+    const { rows: before } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM followed_blocks`.execute(
+      env.app.db,
+    );
     await faults({ unavailableReads: 2 });
     try {
       const landed = [];
@@ -190,7 +218,12 @@ describe('block follower', () => {
     const transfer = await outsideTransfer(env.app.rpc, platform, outsider, x.walletAddress, 700_000n);
     await sleep(1_000);
     const { slot } = await transfer.send();
-    await until('the deposit credited', async () => (await catchUp()).deposits, (n) => n === 1, 10_000);
+    await until(
+      'the deposit credited',
+      async () => (await catchUp()).deposits,
+      (n) => n === 1,
+      10_000,
+    );
     expect((await money(x.id)).pendingMicro).toBe(xBefore.pendingMicro + 700_000n);
 
     // Drop every block from the deposit's on (it is far from finalized: 32 slots of 100 ms).
@@ -223,7 +256,12 @@ describe('block follower', () => {
     await transfer.send();
     sent.push({ signature: transfer.signature, accountId: x.id, micro: 700_000n });
     await deposit(y, 300_000n);
-    await until('both credited', async () => (await catchUp()).deposits, (n) => n === 2, 10_000);
+    await until(
+      'both credited',
+      async () => (await catchUp()).deposits,
+      (n) => n === 2,
+      10_000,
+    );
     expect(await creditsOf(transfer.signature)).toEqual({ reversed: 1, confirmed: 1 });
     expect(await depositMovements(transfer.signature)).toBe(2); // the reversed landing and the new one
 
@@ -271,14 +309,21 @@ describe('block follower', () => {
     expect(await depositMovements(signature)).toBe(0);
 
     child = await startRoleChild(env, 'indexer', children);
-    await until('credited by the restarted indexer', () => depositMovements(signature), (n) => n === 1, 20_000);
+    await until(
+      'credited by the restarted indexer',
+      () => depositMovements(signature),
+      (n) => n === 1,
+      20_000,
+    );
     await killChild(child);
     // One live credit (the restarted indexer may have finalized it already), none reversed.
     const credits = await creditsOf(signature);
     expect(Object.keys(credits)).toHaveLength(1);
     expect((credits.confirmed ?? 0) + (credits.finalized ?? 0)).toBe(1);
     const after = await money(user.id);
-    expect(after.pendingMicro + after.availableMicro).toBe(before.pendingMicro + before.availableMicro + 450_000n);
+    expect(after.pendingMicro + after.availableMicro).toBe(
+      before.pendingMicro + before.availableMicro + 450_000n,
+    );
     await catchUp();
     expect(await depositMovements(signature)).toBe(1);
     await finalizeAll();
@@ -290,9 +335,17 @@ describe('block follower', () => {
     const before = await money(user.id);
     const { signature, slot } = await deposit(user, 640_000n);
     // The follower is not running while the node prunes its history past the deposit's block.
-    const finalized = await until('the deposit finalized on chain', () => slotAt('finalized'), (s) => s > slot + 2, 20_000);
+    const finalized = await until(
+      'the deposit finalized on chain',
+      () => slotAt('finalized'),
+      (s) => s > slot + 2,
+      20_000,
+    );
     await faults({ pruneBelow: finalized });
-    const sweeps = () => env.app.metrics.followerSweeps.get().then((m) => m.values.find((v) => v.labels.reason === 'pruned')?.value ?? 0);
+    const sweeps = () =>
+      env.app.metrics.followerSweeps
+        .get()
+        .then((m) => m.values.find((v) => v.labels.reason === 'pruned')?.value ?? 0);
     const sweepsBefore = await sweeps();
     const round = await catchUp();
     expect(round.sweep).toBe('pruned');
@@ -305,18 +358,83 @@ describe('block follower', () => {
     expect(await depositMovements(signature)).toBe(1);
   }, 90_000);
 
+  test('the reconciler judges a payment the follower saw from its block: no getTransaction', async () => {
+    const author = await fundedAccount(env.app, platform, 'bf_author', 5_000_000n);
+    const post = await commitPost(env.app, author.id, { type: 'post', content: 'seen in a block' });
+    expect(await settlePayment(env.app, post.chainTransactionId)).toBe('confirmed');
+    await until(
+      'the payment seen in a followed block',
+      async () => {
+        await catchUp();
+        const { rows } = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM followed_transactions WHERE signature = ${post.swapTx}`.execute(
+          env.app.db,
+        );
+        return rows[0]!.n;
+      },
+      (n) => n === 1,
+      10_000,
+    );
+    // Not a deposit, not unexplained: the author's money is as the ledger says.
+    expect((await money(author.id)).availableMicro).toBe(4_000_000n);
+
+    const methods: string[] = [];
+    const rpc = {
+      ...env.app.rpc,
+      call: <T>(method: string, params: readonly unknown[]) => (
+        methods.push(method),
+        env.app.rpc.call<T>(method, params)
+      ),
+      batch: <T>(calls: Parameters<typeof env.app.rpc.batch>[0]) => (
+        methods.push(...calls.map((c) => c.method)),
+        env.app.rpc.batch<T>(calls)
+      ),
+    };
+    const round = await reconcileRound(
+      { ...env.app, rpc },
+      { missingAfterMs: 60_000, settlingGraceMs: 0, finalizedRecheckMs: 0 },
+    );
+    expect(round.byStatus).toEqual({ matched: round.checked });
+    expect(round.checked).toBeGreaterThanOrEqual(1);
+    expect(methods).not.toContain('getTransaction');
+
+    // At finalized: one getBlock for the payment's slot proves its block is the finalized one.
+    methods.length = 0;
+    const { rows } = await sql<{ slot: bigint }>`
+      SELECT slot FROM followed_transactions WHERE signature = ${post.swapTx}`.execute(env.app.db);
+    await until(
+      'the payment finalized on chain',
+      () => slotAt('finalized'),
+      (s) => s >= Number(rows[0]!.slot),
+      20_000,
+    );
+    const finalRound = await reconcileRound(
+      { ...env.app, rpc },
+      { missingAfterMs: 60_000, settlingGraceMs: 0, finalizedRecheckMs: 0 },
+    );
+    expect(finalRound.byStatus.matched).toBeGreaterThanOrEqual(1);
+    expect(methods.filter((m) => m === 'getTransaction')).toHaveLength(0);
+    expect(methods).toContain('getBlock');
+  }, 60_000);
+
   test('the books: every deposit sent is credited exactly once and spendable, none missed', async () => {
     await finalizeAll();
     const expected = new Map<string, bigint>();
     for (const { accountId, micro } of sent) expected.set(accountId, (expected.get(accountId) ?? 0n) + micro);
     for (const user of users) {
-      expect(await money(user.id)).toMatchObject({ pendingMicro: 0n, availableMicro: expected.get(user.id) ?? 0n });
+      expect(await money(user.id)).toMatchObject({
+        pendingMicro: 0n,
+        availableMicro: expected.get(user.id) ?? 0n,
+      });
     }
     // On chain, each user's token account holds exactly what the ledger says.
     for (const user of users) {
       const ata = associatedTokenAccount(platform.usdcMint, new PublicKey(user.walletAddress));
       const balance = await env.app.rpc
-        .call<{ value: { amount: string } }>('getTokenAccountBalance', [ata.toBase58(), { commitment: 'confirmed' }])
+        .call<{ value: { amount: string } }>('getTokenAccountBalance', [
+          ata.toBase58(),
+          { commitment: 'confirmed' },
+        ])
         .then((r) => BigInt(r.value.amount))
         .catch(() => 0n);
       expect(balance).toBe(expected.get(user.id) ?? 0n);

@@ -43,7 +43,8 @@ export function startIndexerRole(app: App): RunningRole {
     idleMs: 400,
     step: async () => {
       const round = await blocks.step();
-      if (round.deposits > 0) log.info(`credited ${round.deposits} deposit(s) found on chain (held until finalized)`);
+      if (round.deposits > 0)
+        log.info(`credited ${round.deposits} deposit(s) found on chain (held until finalized)`);
       if (round.unexplained > 0) {
         log.warn(`${round.unexplained} transaction(s) moved USDC out of our wallets without the ledger`);
       }

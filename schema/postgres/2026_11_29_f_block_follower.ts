@@ -18,6 +18,10 @@ import { sql, type Kysely } from 'kysely';
  * - A deposit that lands again after a reversal is keyed `deposit:<signature>:<slot>` (the first
  *   landing keeps `deposit:<signature>`): the trigger of 2026_11_29_c follows both, and
  *   `deposit_transactions` allows one live row per signature, the reversed ones kept.
+ * - `followed_transactions`: the outbox's own transactions as the follower saw them in a confirmed
+ *   block (slot, blockhash, fee, error, token movements): the reconciler judges them from here
+ *   instead of a getTransaction each, and at finalized checks only that the block is the finalized
+ *   one (a getBlock per slot, not per payment). Kept an hour.
  * - `balance_checks`: the daily comparison of every followed account's ledger balance with its
  *   on-chain balance, one row per day run.
  */
@@ -108,6 +112,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       EXECUTE FUNCTION follow_deposit()`.execute(db);
 
   await sql`
+    CREATE TABLE followed_transactions (
+      signature text PRIMARY KEY,
+      slot bigint NOT NULL,
+      blockhash text NOT NULL,
+      block_time timestamptz NOT NULL,
+      fee bigint NOT NULL,
+      err jsonb,
+      movements jsonb NOT NULL,
+      seen_at timestamptz NOT NULL DEFAULT now())`.execute(db);
+  await sql`CREATE INDEX followed_transactions_seen ON followed_transactions (seen_at)`.execute(db);
+  await sql`
     CREATE TABLE balance_checks (
       day date PRIMARY KEY,
       started_at timestamptz NOT NULL DEFAULT now(),
@@ -118,6 +133,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`DROP TABLE balance_checks`.execute(db);
+  await sql`DROP TABLE followed_transactions`.execute(db);
   await sql`DROP TABLE deposit_credits`.execute(db);
   await sql`DROP TRIGGER accounts_queue_followed_wallet ON accounts`.execute(db);
   await sql`DROP FUNCTION queue_followed_wallet()`.execute(db);

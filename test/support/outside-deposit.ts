@@ -36,13 +36,26 @@ export async function outsideTransfer(
     feePayer: platform.signers.fee_payer.publicKey,
     recentBlockhash: blockhash,
     // A new wallet has no token account yet: the transfer creates it, as an exchange withdrawal does.
-    legs: [{ mint: platform.usdcMint, decimals: USDC_DECIMALS, from: from.publicKey, to: new PublicKey(to), amount: micro, createRecipientAta: true }],
+    legs: [
+      {
+        mint: platform.usdcMint,
+        decimals: USDC_DECIMALS,
+        from: from.publicKey,
+        to: new PublicKey(to),
+        amount: micro,
+        createRecipientAta: true,
+      },
+    ],
   });
   const signed = signTransaction(tx, [platform.signers.fee_payer, from]);
   return {
     signature: signed.signature,
     send: async () => {
-      const { slot } = await sendAndConfirm(rpc, { ...signed, lastValidBlockHeight }, { commitment: 'confirmed' });
+      const { slot } = await sendAndConfirm(
+        rpc,
+        { ...signed, lastValidBlockHeight },
+        { commitment: 'confirmed' },
+      );
       return { slot };
     },
   };

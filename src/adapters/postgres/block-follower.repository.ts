@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from './database.js';
 import type { Db } from './db.js';
+import { releaseHeldCreditsSql } from './ledger.repository.js';
 
 /** A block the follower has read: where it is and what it follows. */
 export interface BlockRef {
@@ -76,8 +77,15 @@ export async function insertFollowedBlocks(
 }
 
 export async function followedBlock(db: Executor, slot: number): Promise<FollowedBlockRow | null> {
-  const { rows } = await sql<{ slot: bigint; blockhash: string; parent_slot: bigint; previous_blockhash: string }>`
-    SELECT slot, blockhash, parent_slot, previous_blockhash FROM followed_blocks WHERE slot = ${slot}`.execute(db);
+  const { rows } = await sql<{
+    slot: bigint;
+    blockhash: string;
+    parent_slot: bigint;
+    previous_blockhash: string;
+  }>`
+    SELECT slot, blockhash, parent_slot, previous_blockhash FROM followed_blocks WHERE slot = ${slot}`.execute(
+    db,
+  );
   const row = rows[0];
   return row
     ? {
@@ -136,7 +144,9 @@ export async function tokenAccountsAfter(
   limit: number,
 ): Promise<Array<{ tokenAccount: string; seq: bigint }>> {
   const { rows } = await sql<{ token_account: string; seq: bigint }>`
-    SELECT token_account, seq FROM followed_token_accounts WHERE seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`.execute(db);
+    SELECT token_account, seq FROM followed_token_accounts WHERE seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`.execute(
+    db,
+  );
   return rows.map((row) => ({ tokenAccount: row.token_account, seq: row.seq }));
 }
 
@@ -169,10 +179,18 @@ export interface SignatureCredits {
  * The block follower's credits of `signatures` (a block read again after a crash or by a second
  * follower credits nothing twice; a signature whose landing was reversed is credited again).
  */
-export async function creditsOf(db: Executor, signatures: readonly string[]): Promise<Map<string, SignatureCredits>> {
+export async function creditsOf(
+  db: Executor,
+  signatures: readonly string[],
+): Promise<Map<string, SignatureCredits>> {
   const found = new Map<string, SignatureCredits>();
   if (signatures.length === 0) return found;
-  const { rows } = await sql<{ signature: string; token_account: string; movement_id: string; status: string }>`
+  const { rows } = await sql<{
+    signature: string;
+    token_account: string;
+    movement_id: string;
+    status: string;
+  }>`
     SELECT signature, token_account, movement_id, status FROM deposit_credits
      WHERE signature = ANY(${[...signatures]}::text[])`.execute(db);
   const reversed = new Map<string, Set<string>>();
@@ -207,7 +225,11 @@ export async function unsettledCredits(
   const { rows } = await sql<{ movement_id: string; slot: bigint; blockhash: string }>`
     SELECT DISTINCT movement_id, slot, blockhash FROM deposit_credits
      WHERE status = 'confirmed' AND slot <= ${atOrBelowSlot} ORDER BY slot`.execute(db);
-  return rows.map((row) => ({ movementId: row.movement_id, slot: Number(row.slot), blockhash: row.blockhash }));
+  return rows.map((row) => ({
+    movementId: row.movement_id,
+    slot: Number(row.slot),
+    blockhash: row.blockhash,
+  }));
 }
 
 /** The oldest slot holding a credit not finalized yet (null: none). */
@@ -220,14 +242,18 @@ export async function oldestUnsettledSlot(db: Db): Promise<number | null> {
 /** The movements credited from the block at `slot` that are still live (a fork drops them). */
 export async function creditedMovementsInBlock(trx: Transaction<Database>, slot: number): Promise<string[]> {
   const { rows } = await sql<{ movement_id: string }>`
-    SELECT DISTINCT movement_id FROM deposit_credits WHERE slot = ${slot} AND status = 'confirmed'`.execute(trx);
+    SELECT DISTINCT movement_id FROM deposit_credits WHERE slot = ${slot} AND status = 'confirmed'`.execute(
+    trx,
+  );
   return rows.map((row) => row.movement_id);
 }
 
 /** Whether deposits credited from the block at `slot` were made spendable (finalized). */
 export async function hasFinalizedCredits(trx: Transaction<Database>, slot: number): Promise<boolean> {
   const { rows } = await sql<{ found: boolean }>`
-    SELECT EXISTS (SELECT 1 FROM deposit_credits WHERE slot = ${slot} AND status = 'finalized') AS found`.execute(trx);
+    SELECT EXISTS (SELECT 1 FROM deposit_credits WHERE slot = ${slot} AND status = 'finalized') AS found`.execute(
+    trx,
+  );
   return rows[0]?.found === true;
 }
 
@@ -255,4 +281,119 @@ export async function settleCredits(
        WHERE movement_id = ANY(${changed}::uuid[]) AND status <> 'reversed'`.execute(trx);
   }
   return changed;
+}
+
+/** A transaction seen in a followed block (its net token movements), with the block it was seen in. */
+export interface SeenTransaction {
+  tx: {
+    signature: string;
+    slot: number;
+    blockTime: Date;
+    fee: number;
+    err: unknown;
+    movements: Array<{
+      accountIndex: number;
+      mint: string;
+      owner: string;
+      tokenAccount: string;
+      amount: bigint;
+    }>;
+  };
+  blockhash: string;
+}
+
+/** Records the outbox transactions seen in the blocks passed (the reconciler reads them). */
+export async function insertFollowedTransactions(
+  trx: Transaction<Database>,
+  seen: readonly SeenTransaction[],
+): Promise<void> {
+  if (seen.length === 0) return;
+  const json = seen.map(({ tx }) =>
+    JSON.stringify(tx.movements.map((m) => ({ ...m, amount: m.amount.toString() }))),
+  );
+  await sql`
+    INSERT INTO followed_transactions (signature, slot, blockhash, block_time, fee, err, movements)
+    SELECT * FROM unnest(${seen.map((s) => s.tx.signature)}::text[], ${seen.map((s) => s.tx.slot)}::bigint[],
+                         ${seen.map((s) => s.blockhash)}::text[], ${seen.map((s) => s.tx.blockTime)}::timestamptz[],
+                         ${seen.map((s) => s.tx.fee)}::bigint[],
+                         ${seen.map((s) => (s.tx.err === null ? null : JSON.stringify(s.tx.err)))}::jsonb[],
+                         ${json}::jsonb[])
+    ON CONFLICT (signature) DO UPDATE
+      SET slot = excluded.slot, blockhash = excluded.blockhash, block_time = excluded.block_time,
+          fee = excluded.fee, err = excluded.err, movements = excluded.movements, seen_at = now()`.execute(
+    trx,
+  );
+}
+
+/** What the follower saw of `signatures` (those it has not seen are absent). */
+export async function followedTransactions(
+  db: Executor,
+  signatures: readonly string[],
+): Promise<Map<string, SeenTransaction>> {
+  if (signatures.length === 0) return new Map();
+  const { rows } = await sql<{
+    signature: string;
+    slot: bigint;
+    blockhash: string;
+    block_time: Date;
+    fee: bigint;
+    err: unknown;
+    movements: Array<{
+      accountIndex: number;
+      mint: string;
+      owner: string;
+      tokenAccount: string;
+      amount: string;
+    }>;
+  }>`
+    SELECT signature, slot, blockhash, block_time, fee, err, movements FROM followed_transactions
+     WHERE signature = ANY(${[...signatures]}::text[])`.execute(db);
+  return new Map(
+    rows.map((row) => [
+      row.signature,
+      {
+        blockhash: row.blockhash,
+        tx: {
+          signature: row.signature,
+          slot: Number(row.slot),
+          blockTime: row.block_time,
+          fee: Number(row.fee),
+          err: row.err ?? null,
+          movements: row.movements.map((m) => ({ ...m, amount: BigInt(m.amount) })),
+        },
+      },
+    ]),
+  );
+}
+
+/** Forgets sightings older than `olderThanMs` (the reconciler has long judged them). */
+export async function pruneFollowedTransactions(db: Db, olderThanMs: number): Promise<void> {
+  await sql`DELETE FROM followed_transactions
+             WHERE seen_at < now() - make_interval(secs => ${olderThanMs / 1000})`.execute(db);
+}
+
+/** Whether any account has a wallet (a follower starting without a cursor sweeps their history). */
+export async function anyWalletExists(db: Db): Promise<boolean> {
+  const { rows } = await sql<{ found: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM accounts WHERE wallet_address IS NOT NULL) AS found`.execute(db);
+  return rows[0]?.found === true;
+}
+
+/** Moves the held credits of deposit movements whose block was finalized to the spendable balance. */
+export async function releaseHeldDeposits(
+  trx: Transaction<Database>,
+  movementIds: readonly string[],
+): Promise<void> {
+  await releaseHeldCreditsSql(sql`SELECT unnest(${[...movementIds]}::uuid[])`).execute(trx);
+}
+
+/** `@handle` per account id. */
+export async function accountHandles(db: Db, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('accounts')
+    .select(['id', 'handle'])
+    .where('id', 'in', [...ids])
+    .execute();
+  return new Map(rows.map((row) => [row.id, `@${row.handle}`]));
 }

@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { ClickHouse } from '../../adapters/clickhouse/index.js';
 import type { Db } from '../../adapters/postgres/db.js';
 import {
+  accountHandles,
+  anyWalletExists,
   creditsOf,
   creditedMovementsInBlock,
   deleteFollowedBlock,
@@ -9,21 +11,21 @@ import {
   followedBlock,
   insertDepositCredits,
   insertFollowedBlocks,
+  insertFollowedTransactions,
   moveBlockCursor,
   oldestUnsettledSlot,
   pruneFollowedBlocks,
+  pruneFollowedTransactions,
   readBlockCursor,
+  releaseHeldDeposits,
   settleCredits,
   unsettledCredits,
   type BlockRef,
   type DepositCreditRow,
+  type SeenTransaction,
 } from '../../adapters/postgres/block-follower.repository.js';
 import { signaturesKnownToLedger } from '../../adapters/postgres/ledger-signatures.repository.js';
-import {
-  movementLegs,
-  recordMovement,
-  releaseHeldCreditsSql,
-} from '../../adapters/postgres/ledger.repository.js';
+import { movementLegs, recordMovement } from '../../adapters/postgres/ledger.repository.js';
 import {
   stageReconciliationExceptions,
   type ReconciliationException,
@@ -31,9 +33,8 @@ import {
 import type { PlatformChain, RpcClient } from '../../adapters/solana/index.js';
 import { reversalLegs } from '../../domain/ledger/ledger.js';
 import type { Metrics } from '../../observability/metrics.js';
-import type { Database } from '../../adapters/postgres/database.js';
-import type { Transaction } from 'kysely';
-import { sql } from 'kysely';
+import type { Tx } from '../../adapters/postgres/tx.js';
+import { inTransaction } from '../../adapters/postgres/unit-of-work.js';
 import {
   finalizedBlockhashes,
   newestConfirmedBlock,
@@ -91,6 +92,8 @@ export interface BlockFollower {
   step(): Promise<FollowStep>;
 }
 
+/** Outbox transactions seen in blocks are kept this long for the reconciler (it judges them within seconds). */
+const SEEN_TRANSACTIONS_KEPT_MS = 60 * 60_000;
 /** How often the deposits waiting for finalization are looked up in Postgres (see settle). */
 const UNSETTLED_READ_MS = 5_000;
 /** Keep this many slots of followed blocks below finalized (a fork never reaches them). */
@@ -109,7 +112,10 @@ const KEEP_BELOW_FINALIZED = 150;
  * been spendable. Cost per round: two RPC requests and one Postgres transaction, whatever the
  * number of accounts followed.
  */
-export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollowerOptions = {}): BlockFollower {
+export function createBlockFollower(
+  deps: BlockFollowerDeps,
+  options: BlockFollowerOptions = {},
+): BlockFollower {
   const blocksPerRound = options.blocksPerRound ?? 100;
   const rpc = countingRpc(deps.rpc, deps.metrics);
   let accounts: FollowedAccounts | undefined;
@@ -128,7 +134,15 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
     accounts ??= new FollowedAccounts(deps.db, platform);
     const refreshed = await accounts.refresh();
     deps.metrics.followedAccounts.set(accounts.size);
-    const outcome: FollowStep = { blocks: 0, deposits: 0, finalized: 0, reversed: 0, unexplained: 0, fork: false, more: false };
+    const outcome: FollowStep = {
+      blocks: 0,
+      deposits: 0,
+      finalized: 0,
+      reversed: 0,
+      unexplained: 0,
+      fork: false,
+      more: false,
+    };
 
     const cursor = known ?? (known = await readBlockCursor(deps.db));
     if (!cursor) {
@@ -136,7 +150,10 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
       return { ...outcome, more: true };
     }
     const tips = await readTips(rpc, cursor.slot, blocksPerRound);
-    deps.metrics.followerSlotLag.set({ commitment: 'finalized' }, Math.max(0, tips.finalizedSlot - cursor.slot));
+    deps.metrics.followerSlotLag.set(
+      { commitment: 'finalized' },
+      Math.max(0, tips.finalizedSlot - cursor.slot),
+    );
     if (cursor.slot + 1 < tips.firstAvailableBlock) {
       outcome.sweep = await startFollowing(cursor, 'pruned');
       return { ...outcome, more: true };
@@ -173,9 +190,12 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
     if (tips.finalizedSlot - KEEP_BELOW_FINALIZED > prunedBelow + 1_000) {
       prunedBelow = tips.finalizedSlot - KEEP_BELOW_FINALIZED;
       await pruneFollowedBlocks(deps.db, prunedBelow);
+      await pruneFollowedTransactions(deps.db, SEEN_TRANSACTIONS_KEPT_MS);
     }
     outcome.more =
-      refreshed.more || outcome.fork || (passed.length === blocks.length && tips.blockSlots.length === blocksPerRound);
+      refreshed.more ||
+      outcome.fork ||
+      (passed.length === blocks.length && tips.blockSlots.length === blocksPerRound);
     return outcome;
   }
 
@@ -186,10 +206,12 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
    * is taken before the sweep, so nothing between the two is missed (what both see is credited
    * once: the sweep keys deposits by signature too).
    */
-  async function startFollowing(cursor: BlockRef | null, reason: 'start' | 'pruned'): Promise<'start' | 'pruned' | undefined> {
+  async function startFollowing(
+    cursor: BlockRef | null,
+    reason: 'start' | 'pruned',
+  ): Promise<'start' | 'pruned' | undefined> {
     const from = await newestConfirmedBlock(rpc);
-    const { rows } = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM accounts WHERE wallet_address IS NOT NULL) AS any`.execute(deps.db);
-    const sweep = reason === 'pruned' || rows[0]?.any === true;
+    const sweep = reason === 'pruned' || (await anyWalletExists(deps.db));
     if (sweep) {
       deps.logger.warn(
         reason === 'pruned'
@@ -202,7 +224,7 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
         `block follower: the sweep listed ${round.addresses} token account(s) and credited ${round.deposits} deposit(s)`,
       );
     }
-    await deps.db.transaction().execute(async (trx) => {
+    await inTransaction(deps.db, async (trx) => {
       await insertFollowedBlocks(trx, [from]);
       if (!(await moveBlockCursor(trx, cursor, from))) throw new CursorMoved();
     });
@@ -221,7 +243,9 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
     // is a faucet's: the faucet credits it (spendable at once: test money), the follower indexes it.
     const faucets = new Set(
       platform.mintsTestTokens
-        ? [platform.signers.usdc_mint_authority, platform.signers.native_mint_authority].map((k) => k.publicKey.toBase58())
+        ? [platform.signers.usdc_mint_authority, platform.signers.native_mint_authority].map((k) =>
+            k.publicKey.toBase58(),
+          )
         : [],
     );
     // Token balances of accounts that may be ours; one look-up for every hit of the round.
@@ -239,17 +263,26 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
     ]);
 
     const indexed: FetchedTransaction[] = [];
+    const payments: SeenTransaction[] = [];
     const unexplainedRows: Array<Record<string, unknown>> = [];
     const exceptions: ReconciliationException[] = [];
-    const deposits: Array<{ signature: string; key: string; block: ChainBlock; credits: Array<{ account: OurTokenAccount & { kind: 'user' }; amount: bigint }> }> = [];
+    const deposits: Array<{
+      signature: string;
+      key: string;
+      block: ChainBlock;
+      credits: Array<{ account: OurTokenAccount & { kind: 'user' }; amount: bigint }>;
+    }> = [];
     const now = new Date();
     let handles: Map<string, string> | undefined;
     for (const { block, tx } of relevant) {
       const source = sources.get(tx.signature);
       const mine = credited.get(tx.signature);
-      // The outbox's transactions are the reconciler's to fetch, judge and index.
-      if (source === 'outbox') continue;
       const fetched = toFetched(block, tx);
+      // The outbox's transactions are the reconciler's to judge and index: it reads them from here.
+      if (source === 'outbox') {
+        payments.push({ tx: fetched, blockhash: block.blockhash });
+        continue;
+      }
       indexed.push(fetched);
       // A deposit the faucets (or a sweep) recorded is indexed only; one this follower credited and
       // a fork did not reverse is not credited again.
@@ -266,7 +299,10 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
         const row = unexplainedRow(
           fetched,
           outflows.map((o) => ({
-            label: o.account.kind === 'platform' ? o.account.role : (handles!.get(o.account.accountId) ?? o.account.owner),
+            label:
+              o.account.kind === 'platform'
+                ? o.account.role
+                : (handles!.get(o.account.accountId) ?? o.account.owner),
             owner: o.account.owner,
             amount: -o.amount,
           })),
@@ -278,12 +314,17 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
         continue;
       }
       const credits = changes.flatMap((change) =>
-        change.account.kind === 'user' && change.amount > 0n ? [{ account: change.account, amount: change.amount }] : [],
+        change.account.kind === 'user' && change.amount > 0n
+          ? [{ account: change.account, amount: change.amount }]
+          : [],
       );
       if (credits.length === 0) continue;
       // The first landing is keyed by signature alone (as the faucets key theirs); a landing after
       // a fork reversed the earlier one also by its slot.
-      const key = mine && mine.reversedLandings > 0 ? `deposit:${tx.signature}:${block.slot}` : `deposit:${tx.signature}`;
+      const key =
+        mine && mine.reversedLandings > 0
+          ? `deposit:${tx.signature}:${block.slot}`
+          : `deposit:${tx.signature}`;
       deposits.push({ signature: tx.signature, key, block, credits });
     }
 
@@ -291,7 +332,7 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
     await recordTransactions(deps.clickhouse, indexed);
     await deps.clickhouse.insertRows('reconciliation', unexplainedRows);
     let credited_ = 0;
-    await deps.db.transaction().execute(async (trx) => {
+    await inTransaction(deps.db, async (trx) => {
       const rows: DepositCreditRow[] = [];
       for (const deposit of deposits) {
         const total = deposit.credits.reduce((sum, credit) => sum + credit.amount, 0n);
@@ -325,6 +366,7 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
       }
       await insertDepositCredits(trx, rows);
       await stageReconciliationExceptions(trx, exceptions);
+      await insertFollowedTransactions(trx, payments);
       await insertFollowedBlocks(trx, blocks);
       if (!(await moveBlockCursor(trx, cursor, blocks.at(-1)!))) throw new CursorMoved();
     });
@@ -346,9 +388,12 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
    * finalized one.
    */
   async function dropNewestBlock(cursor: BlockRef): Promise<number> {
-    const reversed = await deps.db.transaction().execute(async (trx) => {
+    const reversed = await inTransaction(deps.db, async (trx) => {
       const block = await followedBlock(trx, cursor.slot);
-      if (!block) throw new Error(`a fork dropped slot ${cursor.slot}, and the follower kept no parent to walk back to`);
+      if (!block)
+        throw new Error(
+          `a fork dropped slot ${cursor.slot}, and the follower kept no parent to walk back to`,
+        );
       // A block whose deposits were made spendable was checked to be the finalized one at its
       // slot: a chain that drops it is not one to follow blindly.
       if (await hasFinalizedCredits(trx, cursor.slot)) {
@@ -372,7 +417,7 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
   }
 
   /** Reverses deposit movements still held (marks their credits reversed); returns how many. */
-  async function reverseCredits(trx: Transaction<Database>, movementIds: readonly string[]): Promise<number> {
+  async function reverseCredits(trx: Tx, movementIds: readonly string[]): Promise<number> {
     const changed = await settleCredits(trx, movementIds, 'reversed');
     for (const movementId of changed) {
       await recordMovement(trx, {
@@ -406,17 +451,21 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
       .filter((d) => hashes.get(d.slot) === d.blockhash || hashes.get(d.slot) === PRUNED)
       .map((d) => d.movementId);
     const drop = due
-      .filter((d) => hashes.has(d.slot) && hashes.get(d.slot) !== d.blockhash && hashes.get(d.slot) !== PRUNED)
+      .filter(
+        (d) => hashes.has(d.slot) && hashes.get(d.slot) !== d.blockhash && hashes.get(d.slot) !== PRUNED,
+      )
       .map((d) => d.movementId);
-    const outcome = await deps.db.transaction().execute(async (trx) => {
+    const outcome = await inTransaction(deps.db, async (trx) => {
       const finalized = await settleCredits(trx, release, 'finalized');
       if (finalized.length > 0) {
-        await releaseHeldCreditsSql(sql`SELECT unnest(${finalized}::uuid[])`).execute(trx);
+        await releaseHeldDeposits(trx, finalized);
       }
       return { finalized: finalized.length, reversed: await reverseCredits(trx, drop) };
     });
     if (outcome.reversed > 0) {
-      deps.logger.error(`block follower: ${outcome.reversed} deposit(s) credited from blocks the finalized chain does not hold were reversed`);
+      deps.logger.error(
+        `block follower: ${outcome.reversed} deposit(s) credited from blocks the finalized chain does not hold were reversed`,
+      );
     }
     deps.metrics.followerDeposits.inc({ stage: 'finalized' }, outcome.finalized);
     oldestUnsettled = await oldestUnsettledSlot(deps.db);
@@ -432,7 +481,15 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
         known = null; // read the cursor again: another follower may have moved it
         // Two indexers follow the same cursor: the one that lost the race reads again at once.
         if (error instanceof CursorMoved) {
-          return { blocks: 0, deposits: 0, finalized: 0, reversed: 0, unexplained: 0, fork: false, more: true };
+          return {
+            blocks: 0,
+            deposits: 0,
+            finalized: 0,
+            reversed: 0,
+            unexplained: 0,
+            fork: false,
+            more: true,
+          };
         }
         throw error;
       }
@@ -444,16 +501,15 @@ export function createBlockFollower(deps: BlockFollowerDeps, options: BlockFollo
 export class CursorMoved extends Error {
   override name = 'CursorMoved';
   constructor() {
-    super('another block follower moved the cursor during this round; its work is rolled back and done again');
+    super(
+      'another block follower moved the cursor during this round; its work is rolled back and done again',
+    );
   }
 }
 
 /** `@handle` per user account among `accounts` (for an exception's detail). */
-async function handlesOf(db: Db, accounts: readonly OurTokenAccount[]): Promise<Map<string, string>> {
-  const ids = [...new Set(accounts.flatMap((a) => (a.kind === 'user' ? [a.accountId] : [])))];
-  if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('accounts').select(['id', 'handle']).where('id', 'in', ids).execute();
-  return new Map(rows.map((row) => [row.id, `@${row.handle}`]));
+function handlesOf(db: Db, accounts: readonly OurTokenAccount[]): Promise<Map<string, string>> {
+  return accountHandles(db, [...new Set(accounts.flatMap((a) => (a.kind === 'user' ? [a.accountId] : [])))]);
 }
 
 /** The RPC client, counting the HTTP requests it sends (ledgerfeed_block_follower_rpc_requests_total). */

@@ -161,14 +161,24 @@ export async function finalizedBlockhashes(
 }
 
 /** The newest confirmed block (slot and hash): where a follower without a cursor starts. */
-export async function newestConfirmedBlock(rpc: RpcClient): Promise<{ slot: number; blockhash: string; parentSlot: number; previousBlockhash: string }> {
+export async function newestConfirmedBlock(
+  rpc: RpcClient,
+): Promise<{ slot: number; blockhash: string; parentSlot: number; previousBlockhash: string }> {
   for (;;) {
     const slot = await withBackoff(() => rpc.call<number>('getSlot', [{ commitment: 'confirmed' }]));
     try {
       const block = await withBackoff(() =>
-        rpc.call<RawBlock>('getBlock', [slot, { commitment: 'confirmed', transactionDetails: 'none', rewards: false }]),
+        rpc.call<RawBlock>('getBlock', [
+          slot,
+          { commitment: 'confirmed', transactionDetails: 'none', rewards: false },
+        ]),
       );
-      return { slot, blockhash: block.blockhash, parentSlot: block.parentSlot, previousBlockhash: block.previousBlockhash };
+      return {
+        slot,
+        blockhash: block.blockhash,
+        parentSlot: block.parentSlot,
+        previousBlockhash: block.previousBlockhash,
+      };
     } catch (error) {
       // Between the two calls the slot may have been found skipped or not yet readable: ask again.
       if (!(error instanceof ChainError) || !readStop(error)) throw error;

@@ -73,7 +73,8 @@ export class FollowedAccounts {
       if (platform) ours.set(tokenAccount, platform);
       else users.push(tokenAccount);
     }
-    for (const row of await resolveTokenAccounts(this.db, users)) ours.set(row.tokenAccount, { ...row, kind: 'user' });
+    for (const row of await resolveTokenAccounts(this.db, users))
+      ours.set(row.tokenAccount, { ...row, kind: 'user' });
     return ours;
   }
 

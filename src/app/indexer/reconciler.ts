@@ -21,6 +21,8 @@ import {
   isException,
   type ReconciliationStatus,
 } from '../../domain/reconciliation/reconciliation.js';
+import { followedTransactions } from '../../adapters/postgres/block-follower.repository.js';
+import { finalizedBlockhashes } from './block-reader.js';
 import { clickhouseTime } from './event-shipper.js';
 import {
   fetchTransactions,
@@ -78,6 +80,31 @@ export interface ReconcileCursor {
   id: string;
 }
 
+/**
+ * The transactions among `signatures` the block follower saw in a confirmed block
+ * (followed_transactions), as the reconciler would have fetched them at `commitment`: at confirmed
+ * as seen; at finalized only those whose block is the finalized one at its slot (one getBlock per
+ * slot, however many payments it holds, against a getTransaction per payment). The others are left
+ * to getTransaction: a payment the follower has not reached, or whose block it cannot vouch for.
+ */
+async function seenInBlocks(
+  deps: ReconcilerDeps,
+  db: Parameters<typeof followedTransactions>[0],
+  signatures: readonly string[],
+  commitment: 'confirmed' | 'finalized',
+): Promise<Map<string, FetchedTransaction>> {
+  const seen = await followedTransactions(db, signatures);
+  if (commitment === 'confirmed' || seen.size === 0) {
+    return new Map([...seen].map(([signature, { tx }]) => [signature, tx]));
+  }
+  const finalizedSlot = await deps.rpc.call<number>('getSlot', [{ commitment: 'finalized' }]);
+  const due = [...seen.values()].filter(({ tx }) => tx.slot <= finalizedSlot);
+  const hashes = await finalizedBlockhashes(deps.rpc, [...new Set(due.map(({ tx }) => tx.slot))]);
+  return new Map(
+    due.filter(({ tx, blockhash }) => hashes.get(tx.slot) === blockhash).map(({ tx }) => [tx.signature, tx]),
+  );
+}
+
 /** A transaction is finalized ~32 slots (~13 s) after it lands; re-checking before is wasted RPC. */
 const FINALIZED_RECHECK_MS = 15_000;
 /** The worker confirms a payment within a second of sending it; past this, the indexer looks itself. */
@@ -123,7 +150,11 @@ export async function reconcileRound(
     for (const commitment of ['confirmed', 'finalized'] as const) {
       const signatures = rows.filter((row) => wanted(row) === commitment).map((row) => row.signature);
       try {
-        for (const [signature, tx] of await fetchTransactions(deps.rpc, signatures, commitment)) {
+        // What the block follower saw first (no getTransaction each), the rest fetched.
+        const seen = await seenInBlocks(deps, trx, signatures, commitment);
+        for (const [signature, tx] of seen) fetched.set(signature, tx);
+        const unseen = signatures.filter((signature) => !seen.has(signature));
+        for (const [signature, tx] of await fetchTransactions(deps.rpc, unseen, commitment)) {
           fetched.set(signature, tx);
         }
       } catch (error) {

@@ -134,7 +134,9 @@ function historyQuery(db: Db, accountId: string, movements?: RawBuilder<boolean>
         'r.idempotency_key as reversed_key',
         'ct.signature',
         // A deposit whose block a fork dropped (reversed) failed as far as its owner is concerned.
-        sql<ChainTransactionStatus | null>`coalesce(ct.status, CASE dt.status WHEN 'reversed' THEN 'failed' ELSE dt.status END)`.as('chain_status'),
+        sql<ChainTransactionStatus | null>`coalesce(ct.status, CASE dt.status WHEN 'reversed' THEN 'failed' ELSE dt.status END)`.as(
+          'chain_status',
+        ),
         sql<bigint | null>`coalesce(ct.slot, dt.slot)`.as('chain_slot'),
         sql<Date | null>`coalesce(ct.confirmed_at, dt.confirmed_at)`.as('confirmed_at'),
         sql<Date | null>`coalesce(ct.finalized_at, dt.finalized_at)`.as('finalized_at'),

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { associatedTokenAccount, type PlatformChain, type Signer } from '../src/adapters/solana/index.js';
 import {
   createBlockFollower,
+  nothingDone,
   type BlockFollower,
   type FollowStep,
 } from '../src/app/indexer/block-follower.js';
@@ -68,16 +69,7 @@ afterAll(async () => {
 
 /** Rounds until the follower has passed every confirmed block (what it did, summed). */
 async function catchUp(): Promise<FollowStep & { stops: string[] }> {
-  const total: FollowStep & { stops: string[] } = {
-    blocks: 0,
-    deposits: 0,
-    finalized: 0,
-    reversed: 0,
-    unexplained: 0,
-    fork: false,
-    more: false,
-    stops: [],
-  };
+  const total: FollowStep & { stops: string[] } = { ...nothingDone(), stops: [] };
   for (let i = 0; i < 400; i++) {
     const round = await follower.step();
     total.blocks += round.blocks;

@@ -88,6 +88,11 @@ export interface FollowStep {
   more: boolean;
 }
 
+/** A round that did nothing (yet). */
+export function nothingDone(): FollowStep {
+  return { blocks: 0, deposits: 0, finalized: 0, reversed: 0, unexplained: 0, fork: false, more: false };
+}
+
 export interface BlockFollower {
   step(): Promise<FollowStep>;
 }
@@ -134,15 +139,7 @@ export function createBlockFollower(
     accounts ??= new FollowedAccounts(deps.db, platform);
     const refreshed = await accounts.refresh();
     deps.metrics.followedAccounts.set(accounts.size);
-    const outcome: FollowStep = {
-      blocks: 0,
-      deposits: 0,
-      finalized: 0,
-      reversed: 0,
-      unexplained: 0,
-      fork: false,
-      more: false,
-    };
+    const outcome = nothingDone();
 
     const cursor = known ?? (known = await readBlockCursor(deps.db));
     if (!cursor) {
@@ -481,15 +478,7 @@ export function createBlockFollower(
         known = null; // read the cursor again: another follower may have moved it
         // Two indexers follow the same cursor: the one that lost the race reads again at once.
         if (error instanceof CursorMoved) {
-          return {
-            blocks: 0,
-            deposits: 0,
-            finalized: 0,
-            reversed: 0,
-            unexplained: 0,
-            fork: false,
-            more: true,
-          };
+          return { ...nothingDone(), more: true };
         }
         throw error;
       }

@@ -1,4 +1,4 @@
-import { ChainError, type RpcClient } from '../../adapters/solana/index.js';
+import { ChainError, type BatchItem, type RpcClient } from '../../adapters/solana/index.js';
 import { tokenMovements, withBackoff, type FetchedTransaction, type TokenBalance } from './chain-reader.js';
 
 /** A block as the follower keeps it: its place in the chain and its transactions' token movements. */
@@ -97,35 +97,37 @@ export async function readBlocks(
   slots: readonly number[],
 ): Promise<{ blocks: ChainBlock[]; stoppedBy?: ReadStop }> {
   const blocks: ChainBlock[] = [];
+  const config = {
+    commitment: 'confirmed',
+    encoding: 'json',
+    transactionDetails: 'accounts',
+    maxSupportedTransactionVersion: 0,
+    rewards: false,
+  };
+  for await (const { slot, answer } of getBlocks(rpc, slots, config)) {
+    if ('error' in answer) {
+      const stoppedBy = readStop(answer.error);
+      if (stoppedBy) return { blocks, stoppedBy };
+      throw answer.error;
+    }
+    blocks.push(toBlock(slot, answer.result));
+  }
+  return { blocks };
+}
+
+/** getBlock for each of `slots` with one config, BLOCKS_PER_REQUEST calls a batch, in order. */
+async function* getBlocks(
+  rpc: RpcClient,
+  slots: readonly number[],
+  config: Record<string, unknown>,
+): AsyncGenerator<{ slot: number; answer: BatchItem<RawBlock> }> {
   for (let from = 0; from < slots.length; from += BLOCKS_PER_REQUEST) {
     const chunk = slots.slice(from, from + BLOCKS_PER_REQUEST);
     const answers = await withBackoff(() =>
-      rpc.batch<RawBlock>(
-        chunk.map((slot) => ({
-          method: 'getBlock',
-          params: [
-            slot,
-            {
-              commitment: 'confirmed',
-              encoding: 'json',
-              transactionDetails: 'accounts',
-              maxSupportedTransactionVersion: 0,
-              rewards: false,
-            },
-          ],
-        })),
-      ),
+      rpc.batch<RawBlock>(chunk.map((slot) => ({ method: 'getBlock', params: [slot, config] }))),
     );
-    for (const [i, answer] of answers.entries()) {
-      if ('error' in answer) {
-        const stoppedBy = readStop(answer.error);
-        if (stoppedBy) return { blocks, stoppedBy };
-        throw answer.error;
-      }
-      blocks.push(toBlock(chunk[i]!, answer.result));
-    }
+    for (const [i, answer] of answers.entries()) yield { slot: chunk[i]!, answer };
   }
-  return { blocks };
 }
 
 /** A finalized slot the node no longer holds (pruned): too old to be dropped by a fork. */
@@ -140,22 +142,12 @@ export async function finalizedBlockhashes(
   slots: readonly number[],
 ): Promise<Map<number, string | null | typeof PRUNED>> {
   const hashes = new Map<number, string | null | typeof PRUNED>();
-  for (let from = 0; from < slots.length; from += BLOCKS_PER_REQUEST) {
-    const chunk = slots.slice(from, from + BLOCKS_PER_REQUEST);
-    const answers = await withBackoff(() =>
-      rpc.batch<RawBlock>(
-        chunk.map((slot) => ({
-          method: 'getBlock',
-          params: [slot, { commitment: 'finalized', transactionDetails: 'none', rewards: false }],
-        })),
-      ),
-    );
-    answers.forEach((answer, i) => {
-      if (!('error' in answer)) hashes.set(chunk[i]!, answer.result.blockhash);
-      else if (answer.error.rpcCode === SLOT_SKIPPED) hashes.set(chunk[i]!, null);
-      else if (answer.error.rpcCode === BLOCK_CLEANED_UP) hashes.set(chunk[i]!, PRUNED);
-      else if (answer.error.rpcCode !== BLOCK_NOT_AVAILABLE) throw answer.error;
-    });
+  const config = { commitment: 'finalized', transactionDetails: 'none', rewards: false };
+  for await (const { slot, answer } of getBlocks(rpc, slots, config)) {
+    if (!('error' in answer)) hashes.set(slot, answer.result.blockhash);
+    else if (answer.error.rpcCode === SLOT_SKIPPED) hashes.set(slot, null);
+    else if (answer.error.rpcCode === BLOCK_CLEANED_UP) hashes.set(slot, PRUNED);
+    else if (answer.error.rpcCode !== BLOCK_NOT_AVAILABLE) throw answer.error;
   }
   return hashes;
 }

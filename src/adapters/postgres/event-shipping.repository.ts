@@ -205,6 +205,21 @@ function nextLegs(trx: Tx, cursor: ShipperCursor, limit: number): Promise<Stream
   );
 }
 
+/**
+ * Which streams hold rows after their cursor (committed or not yet): one statement, what an idle
+ * round needs to learn that there is nothing to ship.
+ */
+export async function streamsWaiting(db: Db): Promise<Record<ShipStream, boolean>> {
+  const { rows } = await sql<{ events: boolean; legs: boolean }>`
+    WITH c AS (SELECT stream, last_txid, last_seq FROM shipper_cursors)
+    SELECT
+      EXISTS (SELECT 1 FROM domain_events e, c
+               WHERE c.stream = 'events' AND (e.txid, e.seq) > (c.last_txid, c.last_seq)) AS events,
+      EXISTS (SELECT 1 FROM ledger_legs l, c
+               WHERE c.stream = 'legs' AND (l.txid, l.id) > (c.last_txid, c.last_seq)) AS legs`.execute(db);
+  return { events: rows[0]?.events ?? true, legs: rows[0]?.legs ?? true };
+}
+
 /** Seconds since the oldest row not yet shipped was written, per stream (0 when none waits). */
 export async function unshippedAgeSeconds(db: Db): Promise<{ events: number; legs: number }> {
   const { rows } = await sql<{ events: number | null; legs: number | null }>`

@@ -113,6 +113,18 @@ const SMOKE_BENCHES: SmokeBench[] = [
       /^PASS: creator analytics over [\d,]+ rows/m,
     ],
   },
+  {
+    script: 'bench:follower',
+    figures: [
+      /^ {2}window [\d.]+ s: \d+ blocks; [\d.]+ RPC requests\/block \([\d.]+ calls\/block\); CPU [\d.]+ ms\/block/m,
+      /^ {2}confirmation -> history item: p50 -?\d+ ms, p99 -?\d+ ms/m,
+      /^(PASS|MISS) RPC requests per block +[\d.]+ +[\d.]+ +large\/small [\d.]+/m,
+      /^(PASS|MISS) follower CPU per block +[\d.]+ ms +[\d.]+ ms +large\/small [\d.]+/m,
+      /^(PASS|MISS) p99 confirmation->history +-?\d+ ms +-?\d+ ms/m,
+      /^ +old per-address round +[\d.]+ s +[\d.]+ s EXTRAPOLATED from a round at [\d,]+ accounts/m,
+      /^PASS: follower [\d,]+ vs [\d,]+ accounts/m,
+    ],
+  },
 ];
 
 /** Benches that a test file of their own runs in a short mode already (not run twice). */

@@ -114,6 +114,19 @@ const SMOKE_BENCHES: SmokeBench[] = [
     ],
   },
   {
+    script: 'bench:idle',
+    figures: [
+      /^followed after [\d.]+ s: follow_queue 0 left/m,
+      /^service process tree: [\d.]+ cores/m,
+      /^ {2}node \(the service, pid \d+\): [\d.]+; by thread: main [\d.]+/m,
+      /^ {2}node resident memory \d+ MB at the start, \d+ MB at the end$/m,
+      /^ {2}postgres: [\d.]+; /m,
+      /^machine: [\d.]+ cores busy/m,
+      /^(PASS|MISS) whole service idle [\d.]+ cores <= 0\.1 \(\d+ followed accounts/m,
+      /^PASS: idle with \d+ followed accounts$/m,
+    ],
+  },
+  {
     script: 'bench:follower',
     figures: [
       /^ {2}window [\d.]+ s: \d+ blocks; [\d.]+ RPC requests\/block \([\d.]+ calls\/block\); CPU [\d.]+ ms\/block/m,

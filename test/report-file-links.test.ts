@@ -289,6 +289,8 @@ describe('rate limits and logs', () => {
       const keyed = await fetch(`${base}/api/v1/reports/${runA.id}`, {
         headers: { authorization: `Bearer ${alice.key}` },
       });
+      // Every body read: an answer left unread keeps its connection busy, and close() waits for it.
+      await keyed.arrayBuffer();
       const issued = await fetch(`${base}/api/v1/reports/${runA.id}/file-link`, {
         method: 'POST',
         headers: { authorization: `Bearer ${alice.key}` },
@@ -300,6 +302,7 @@ describe('rate limits and logs', () => {
       const after = await fetch(`${base}/api/v1/reports/${runA.id}`, {
         headers: { authorization: `Bearer ${alice.key}` },
       });
+      await after.arrayBuffer();
       expect(remaining(keyed)).toBeGreaterThan(3);
       // One bucket, alice's: the GET, the link, the download and the GET after, one each.
       expect([remaining(issued), remaining(linked), remaining(after)]).toEqual([
@@ -308,6 +311,7 @@ describe('rate limits and logs', () => {
         remaining(keyed) - 3,
       ]);
     } finally {
+      server.server.closeAllConnections();
       await server.close();
     }
   });

@@ -33,6 +33,7 @@ export class FollowedAccounts {
   private readonly hashes = new Set<number>();
   private readonly platform = new Map<string, OurTokenAccount & { kind: 'platform' }>();
   private lastSeq = 0n;
+  private loaded = 0;
 
   constructor(
     private readonly db: Db,
@@ -54,9 +55,9 @@ export class FollowedAccounts {
     }
   }
 
-  /** Token accounts followed (users' and the platform's). */
+  /** Token accounts followed (users' and the platform's; the hashes may coincide, the rows do not). */
   get size(): number {
-    return this.hashes.size + this.platform.size;
+    return this.loaded + this.platform.size;
   }
 
   /** False only when `tokenAccount` is certainly not ours. */
@@ -87,19 +88,21 @@ export class FollowedAccounts {
     const derived: FollowedTokenAccount[] = [];
     for (const [index, { wallet, accountId }] of queued.entries()) {
       if (index % DERIVE_BETWEEN_YIELDS === DERIVE_BETWEEN_YIELDS - 1) await yieldToLoop();
-      let owner: PublicKey;
       try {
-        owner = new PublicKey(wallet);
+        const owner = new PublicKey(wallet);
+        for (const mint of [this.chain.usdcMint, this.chain.nativeMint]) {
+          derived.push({
+            tokenAccount: associatedTokenAccount(mint, owner).toBase58(),
+            owner: wallet,
+            mint: mint.toBase58(),
+            accountId,
+          });
+        }
       } catch {
-        continue; // not an address: nothing of it can be on chain
-      }
-      for (const mint of [this.chain.usdcMint, this.chain.nativeMint]) {
-        derived.push({
-          tokenAccount: associatedTokenAccount(mint, owner).toBase58(),
-          owner: wallet,
-          mint: mint.toBase58(),
-          accountId,
-        });
+        // Not an address, or one off the curve (no key can sign for it: never a wallet of ours):
+        // it has no associated token account to follow. Taken off the queue all the same, or it
+        // would stop every round after it.
+        continue;
       }
     }
     if (queued.length > 0) {
@@ -117,6 +120,7 @@ export class FollowedAccounts {
     for (;;) {
       const page = await tokenAccountsAfter(this.db, this.lastSeq, LOAD_PAGE);
       for (const row of page) this.hashes.add(addressHash(row.tokenAccount));
+      this.loaded += page.length;
       if (page.length > 0) this.lastSeq = page[page.length - 1]!.seq;
       if (page.length < LOAD_PAGE) return;
       await yieldToLoop();

@@ -138,7 +138,7 @@ ViewerRef.implement({
     pendingUsdc: t.field({
       type: 'MicroUsd',
       description:
-        'Credits (engagement shares, sends received) whose chain transaction has not confirmed yet; spendable once it does, gone if it fails.',
+        'Credits (engagement shares, sends received) whose chain transaction has not confirmed yet, and deposits found on chain until their block is finalized; spendable once it does, gone if it fails or a fork drops it.',
       resolve: async (account, _args, ctx) => (await moneyOf(ctx, account.id)).pendingMicro,
     }),
     totalEarned: t.field({

@@ -2,7 +2,7 @@
  * The block follower of `bench/follower.ts`, in a child process of its own so that its CPU is
  * measured alone (process.cpuUsage: every thread of the process, its Postgres client, its embedded
  * ClickHouse and V8's helpers included). It runs as the indexer role runs it (workers/indexer.role.ts:
- * `createBlockFollower` in a loop that idles 400 ms after a round that found nothing more), against
+ * `createBlockFollower` in a loop that idles IDLE_MS after a round that found nothing more), against
  * the service's Postgres and localnet, with an embedded ClickHouse (chdb) of its own folder: the
  * service runs no role that would hold one, and the follower's ClickHouse writes are part of its cost.
  *
@@ -27,11 +27,11 @@ import { forkBenchChild } from './bench-child.js';
 import { openChildCore, type ChildStack } from './child-core.js';
 import { threadCpuSeconds } from './thread-cpu.js';
 
-/** The loop's pause after a round that found nothing more: the indexer role's. */
-const IDLE_MS = 400;
+/** The loop's pause after a round that found nothing more: the indexer role's (workers/indexer.role.ts). */
+const IDLE_MS = 1_000;
 
 export interface FollowerInit extends ChildStack {
-  /** The embedded ClickHouse folder of the follower process (kept from one child to the next). */
+  /** The embedded ClickHouse folder of the follower process (created and migrated if new). */
   chdbPath: string;
 }
 

@@ -24,7 +24,8 @@
  * follower process starts and catches up with the chain (its set of token accounts loaded); then
  * BENCH_TRANSFERS_PER_SECOND (50) USDC transfers a second, BENCH_DEPOSIT_PERCENT (10) % of them
  * from an outside wallet into one of ours and the rest between outside wallets; after
- * BENCH_WARMUP_SECONDS (10), a window of BENCH_SECONDS (60) measures the follower's blocks, RPC
+ * BENCH_WARMUP_SECONDS (60: a fresh process's first minute, V8 settling after the load of its
+ * set, is left out), a window of BENCH_SECONDS (60) measures the follower's blocks, RPC
  * requests (and the calls they held) and CPU (its whole process, and by thread), and for each
  * deposit confirmed in the window the time from its block's confirmation to its history item (its
  * `deposit_transactions` row, status confirmed). The figures per size are the medians of its runs.
@@ -41,6 +42,7 @@
  * landed, every deposit seen in its history and credited exactly once with its amount, nothing
  * credited for the transfers that touch none of ours, no failed follower round.
  */
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -53,7 +55,12 @@ import type { RunningService } from '../src/service.js';
 import { intSetting } from './bench-settings.js';
 import type { ChildStack } from './child-core.js';
 import { pollUntil, secondsSince } from './clock.js';
-import { startFollowerChild, type FollowerSnapshot, type OldRound } from './follower-child.js';
+import {
+  startFollowerChild,
+  type FollowerChild,
+  type FollowerSnapshot,
+  type OldRound,
+} from './follower-child.js';
 import { startLoad, type Load, type LoadResult } from './follower-load.js';
 import { accountsWithWallets, resizeInactive } from './follower-seed.js';
 import { cpuTimes, describeCpu } from './machine-cpu.js';
@@ -71,8 +78,6 @@ const OLD_ROUNDS = 2;
 /** Catching up: the set of token accounts loaded and the cursor at the chain's confirmed tip. */
 const CATCH_UP_LIMIT_MS = 600_000;
 const CATCH_UP_LAG_SLOTS = 2;
-/** After catching up, before the load starts: the load's garbage collected, the pool warm. */
-const SETTLE_MS = 3_000;
 
 function readSettings() {
   const settings = {
@@ -84,7 +89,9 @@ function readSettings() {
     perSecond: intSetting('BENCH_TRANSFERS_PER_SECOND', 50, 1, 20),
     depositPercent: intSetting('BENCH_DEPOSIT_PERCENT', 10, 1, 20),
     seconds: intSetting('BENCH_SECONDS', 60, 1, 4),
-    warmupSeconds: intSetting('BENCH_WARMUP_SECONDS', 10, 0, 1),
+    // A minute: the follower process's first minute after loading 2,000,000 token accounts is
+    // V8's (the memory reducer's full collections, a young generation shrunk and grown back).
+    warmupSeconds: intSetting('BENCH_WARMUP_SECONDS', 60, 0, 1),
     rounds: intSetting('BENCH_ROUNDS', 2, 1, 1),
   };
   if (settings.active > settings.small)
@@ -103,7 +110,6 @@ interface Context {
   db: Db;
   platform: PlatformChain;
   stack: ChildStack;
-  chdbPath: string;
   load: Load;
   /** Inactive wallets up to this number are on the curve (the old follower derives from them). */
   onCurveUpTo: number;
@@ -113,9 +119,11 @@ interface Context {
 interface SizeRun {
   accounts: number;
   tokenAccounts: number;
-  /** The follower's gauge of its set (distinct 30-bit hashes: a few collide at large sizes). */
+  /** The follower's gauge of the token accounts it follows (ledgerfeed_block_follower_followed_accounts). */
   gauge: number;
   catchUpSeconds: number;
+  /** The follower process. */
+  pid: number;
   windowSeconds: number;
   blocks: number;
   requestsPerBlock: number;
@@ -155,15 +163,27 @@ async function resize(ctx: Context, accounts: number): Promise<void> {
   }
 }
 
-/** Rounds of the old per-address follower in a follower process that does not follow blocks. */
-async function oldRoundsAt(ctx: Context): Promise<OldRound[]> {
-  const child = await startFollowerChild({ ...ctx.stack, chdbPath: ctx.chdbPath });
+let followers = 0;
+
+/**
+ * A follower process with an empty embedded ClickHouse of its own, deleted after it: chdb's
+ * background merges grow with its tables over a session (1.7 to 12 ms per block over four runs in
+ * one folder), which would weigh on whichever size runs later; every run starts alike instead.
+ */
+async function withFollower<T>(ctx: Context, work: (child: FollowerChild) => Promise<T>): Promise<T> {
+  const chdbPath = path.join(ctx.stack.dataDir, `follower-clickhouse-${++followers}`);
+  const child = await startFollowerChild({ ...ctx.stack, chdbPath });
   try {
-    return await child.oldRounds(OLD_ROUNDS);
+    return await work(child);
   } finally {
     await child.close();
+    await rm(chdbPath, { recursive: true, force: true });
   }
 }
+
+/** Rounds of the old per-address follower in a follower process that does not follow blocks. */
+const oldRoundsAt = (ctx: Context): Promise<OldRound[]> =>
+  withFollower(ctx, (child) => child.oldRounds(OLD_ROUNDS));
 
 /**
  * The old follower's rounds: the first in its process derives every wallet's token account address
@@ -187,8 +207,7 @@ async function runSize(ctx: Context, round: number, accounts: number, old: boole
   const { bench, settings, load } = ctx;
   await resize(ctx, accounts);
   const tokenAccounts = 2 * accounts + PLATFORM_TOKEN_ACCOUNTS;
-  const child = await startFollowerChild({ ...ctx.stack, chdbPath: ctx.chdbPath });
-  try {
+  return withFollower(ctx, async (child) => {
     const catchUpStarted = performance.now();
     await child.follow();
     // A round that found nothing more had loaded every token account (each round first takes in
@@ -204,7 +223,6 @@ async function runSize(ctx: Context, round: number, accounts: number, old: boole
       );
     }
     const catchUpSeconds = secondsSince(catchUpStarted);
-    await sleep(SETTLE_MS);
 
     await load.start({ perSecond: settings.perSecond, depositPercent: settings.depositPercent });
     await sleep(settings.warmupSeconds * 1000);
@@ -216,17 +234,18 @@ async function runSize(ctx: Context, round: number, accounts: number, old: boole
     const result = await load.stop();
     const oldRounds = old ? await child.oldRounds(OLD_ROUNDS) : [];
 
-    const run = figures(accounts, tokenAccounts, catchUpSeconds, a, b, result, oldRounds);
-    if (run.gauge > tokenAccounts || run.gauge < tokenAccounts * 0.99)
+    const run = {
+      ...figures(accounts, tokenAccounts, catchUpSeconds, a, b, result, oldRounds),
+      pid: child.pid,
+    };
+    if (run.gauge !== tokenAccounts)
       bench.problem(
         `${fmt(accounts)} accounts: the follower's set holds ${fmt(run.gauge)} of ${fmt(tokenAccounts)}`,
       );
     await check(ctx, run, b);
     print(round, run, describeCpu(machineFrom, machineTo));
     return run;
-  } finally {
-    await child.close();
-  }
+  });
 }
 
 function figures(
@@ -237,7 +256,7 @@ function figures(
   b: FollowerSnapshot,
   load: LoadResult,
   old: OldRound[],
-): SizeRun {
+): Omit<SizeRun, 'pid'> {
   const blocks = b.blocks - a.blocks;
   const windowSeconds = (b.atMs - a.atMs) / 1000;
   const cpuMs = (b.cpuMicros - a.cpuMicros) / 1000;
@@ -306,7 +325,7 @@ function print(round: number, run: SizeRun, machine: string): void {
   const deposits = load.deposits.length;
   console.log(
     `\nrun ${round}, ${fmt(run.accounts)} accounts (${fmt(run.tokenAccounts)} token accounts followed, the` +
-      ` follower's gauge ${fmt(run.gauge)}: distinct 30-bit hashes); caught up in ${run.catchUpSeconds.toFixed(1)} s`,
+      ` follower's gauge ${fmt(run.gauge)}; its process ${run.pid}); caught up in ${run.catchUpSeconds.toFixed(1)} s`,
   );
   console.log(
     `  load: ${fmt(load.sent)} transfers in ${load.seconds.toFixed(1)} s (${fmt(deposits)} deposits into ours,` +
@@ -392,7 +411,6 @@ async function main(bench: Bench): Promise<string> {
     db: app.db,
     platform,
     stack,
-    chdbPath: path.join(app.config.dataDir, 'follower-clickhouse'),
     load,
     onCurveUpTo: sampleAccounts - settings.active,
   };

@@ -24,8 +24,7 @@ const DERIVE_BETWEEN_YIELDS = 100;
 /**
  * The set of our token accounts, held as 30-bit hashes of their addresses in a typed array:
  * 1,000,000 users' two token accounts take 16 MB (a Set of the address strings took ~10x that, a
- * Set of the numbers ~80 MB that every full collection marked: bench:follower saw three full GCs in
- * each window at 1,000,000 and none at 1,000), and a look-up
+ * Set of the numbers ~80 MB of heap), and a look-up
  * per token balance of every block costs the same at any number of accounts. A hit is resolved
  * against Postgres (followed_token_accounts), which also throws out the rare false one (2,000,000
  * hashes in 2^30: one token balance in ~500 of accounts not ours costs a look-up that finds

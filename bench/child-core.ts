@@ -46,3 +46,19 @@ export function openChildCore(
     },
   };
 }
+
+/**
+ * Serves the parent's messages with `handle` (a failure is printed and exits 1: the failure the
+ * parent sees, its ask rejects) and, when the parent goes away, runs `close` and exits.
+ */
+export function serveParent<M>(handle: (message: M) => Promise<void>, close: () => Promise<unknown>): void {
+  process.on('message', (message: M) => {
+    handle(message).catch((error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    });
+  });
+  process.on('disconnect', () => {
+    void close().finally(() => process.exit(0));
+  });
+}

@@ -24,7 +24,7 @@ import { createBlockFollower } from '../src/app/indexer/block-follower.js';
 import { followWallets } from '../src/app/indexer/wallet-follower.js';
 import { createMetrics } from '../src/observability/metrics.js';
 import { forkBenchChild } from './bench-child.js';
-import { openChildCore, type ChildStack } from './child-core.js';
+import { openChildCore, serveParent, type ChildStack } from './child-core.js';
 import { threadCpuSeconds } from './thread-cpu.js';
 
 /** The loop's pause after a round that found nothing more: the indexer role's (workers/indexer.role.ts). */
@@ -280,18 +280,9 @@ function runChild(): void {
     }
   };
 
-  process.on('message', (message: ToChild) => {
-    handle(message).catch((error: unknown) => {
-      // Exiting is the failure the parent sees (its ask rejects): it prints this first.
-      console.error(error);
-      process.exit(1);
-    });
-  });
-  process.on('disconnect', () => {
-    void (async () => {
-      await stopLoop();
-      await opened?.close();
-    })().finally(() => process.exit(0));
+  serveParent<ToChild>(handle, async () => {
+    await stopLoop();
+    await opened?.close();
   });
 }
 

@@ -37,7 +37,7 @@ import {
   type Signer,
 } from '../src/adapters/solana/index.js';
 import { forkBenchChild } from './bench-child.js';
-import { openChildCore, type ChildCore, type ChildStack } from './child-core.js';
+import { openChildCore, serveParent, type ChildCore, type ChildStack } from './child-core.js';
 
 /** Between two reads of the confirmed slot, and of the deposits' rows. */
 const POLL_MS = 50;
@@ -406,15 +406,7 @@ function runChild(): void {
         message satisfies never;
     }
   };
-  process.on('message', (message: ToChild) => {
-    handle(message).catch((error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    });
-  });
-  process.on('disconnect', () => {
-    void (world?.child.close() ?? Promise.resolve()).finally(() => process.exit(0));
-  });
+  serveParent<ToChild>(handle, () => world?.child.close() ?? Promise.resolve());
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) runChild();

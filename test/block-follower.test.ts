@@ -170,9 +170,20 @@ describe('block follower', () => {
     expect(settled.status).toBe('finalized');
     for (const other of [0, 1, 3, 4, 5]) expect((await money(users[other]!.id)).availableMicro).toBe(0n);
 
-    // Read again from the cursor's parent block (a commit lost after the deposit's block was
-    // read): the credit is keyed by signature and token account, nothing is credited twice.
-    expect((await catchUp()).deposits).toBe(0);
+    // Read again from before the deposit's block (as a follower whose cursor commit was lost would,
+    // here a fresh one on a cursor moved back): the credit is keyed by signature and token account,
+    // nothing is credited twice.
+    const { rows: back } = await sql<{ slot: bigint; blockhash: string }>`
+      SELECT slot, blockhash FROM followed_blocks
+       WHERE slot < (SELECT slot FROM deposit_credits WHERE signature = ${signature})
+       ORDER BY slot DESC LIMIT 1`.execute(env.app.db);
+    await sql`UPDATE block_follower_cursor SET slot = ${back[0]!.slot}, blockhash = ${back[0]!.blockhash}`.execute(
+      env.app.db,
+    );
+    follower = createBlockFollower({ ...env.app, logger: pino({ level: 'silent' }) });
+    const reread = await catchUp();
+    expect(reread.blocks).toBeGreaterThan(0);
+    expect(reread.deposits).toBe(0);
     expect(await creditsOf(signature)).toEqual({ finalized: 1 });
     expect(await depositMovements(signature)).toBe(1);
   }, 60_000);

@@ -173,7 +173,7 @@ export function createBlockFollower(
       else outcome.stoppedBy = 'discontinuous';
       break;
     }
-    if (passed.length > 0) Object.assign(outcome, await passBlocks(cursor, passed, accounts));
+    if (passed.length > 0) Object.assign(outcome, await passBlocks(platform, cursor, passed, accounts));
     if (outcome.fork) outcome.reversed += await dropNewestBlock(cursor);
     const lastSlot = tips.blockSlots.at(-1);
     deps.metrics.followerSlotLag.set(
@@ -230,11 +230,11 @@ export function createBlockFollower(
   }
 
   async function passBlocks(
+    platform: PlatformChain,
     cursor: BlockRef,
     blocks: ChainBlock[],
     followed: FollowedAccounts,
   ): Promise<Pick<FollowStep, 'blocks' | 'deposits' | 'unexplained'>> {
-    const platform = await deps.bootstrapChain();
     const usdc = platform.usdcMint.toBase58();
     // Where we hold the mints' authorities (the localnet, a private validator), a mint they signed
     // is a faucet's: the faucet credits it (spendable at once: test money), the follower indexes it.

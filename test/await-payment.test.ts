@@ -45,7 +45,7 @@ test('a new payment answers sent; awaiting it again answers from the row without
   expect(settled).toEqual({ settled: 'confirmed', swapTx: post.swapTx });
 });
 
-test('a paid write hears its payment through one pub/sub signal, not by reading the queue event stream', async () => {
+test('a paid write hears its payment through one signal, in-process from a worker of its own process, not by reading the queue event stream', async () => {
   const { REDIS_PREFIX: prefix } = h.env.app.config;
   const monitor = await createRedis(h.env.app.stack.redis.url, 'client').monitor();
   const ours: string[][] = [];
@@ -56,12 +56,20 @@ test('a paid write hears its payment through one pub/sub signal, not by reading 
   const rowIds: string[] = [];
   const named = (command: string) => ours.filter((args) => args[0]?.toLowerCase() === command);
   /** This test's payments' signals, as `kind jobId`; other tests' payments may still be signalling. */
-  const signals = () =>
+  const published = () =>
     named('publish')
       .filter((args) => args[1] === `${prefix}:live:${PAYMENT_SIGNALS_TOPIC}`)
       .map((args) => JSON.parse(args[2]!) as { jobId: string; kind: string })
       .filter((signal) => jobIds.includes(signal.jobId))
       .map((signal) => `${signal.kind} ${signal.jobId}`);
+  // The worker (a thread of this process) tells this process's requests through `deliver`.
+  const { payments } = h.env.app;
+  const deliver = payments.deliver;
+  const delivered: string[] = [];
+  payments.deliver = (jobId, signal) => {
+    if (jobIds.includes(jobId)) delivered.push(`${signal.kind} ${jobId}`);
+    deliver(jobId, signal);
+  };
   try {
     for (let i = 0; i < 3; i++) {
       const post = await commitPost(h.env.app, alice.account.id, {
@@ -88,11 +96,14 @@ test('a paid write hears its payment through one pub/sub signal, not by reading 
     await new Promise((r) => setTimeout(r, 500));
   } finally {
     monitor.disconnect();
+    payments.deliver = deliver;
   }
   expect(named('xread')).toEqual([]);
   // One 'sent' for each of the three, nothing more: 'done' is for a payment that ended without
-  // one (failed on chain), and the request has its answer once it heard 'sent'.
-  expect(signals().sort()).toEqual(jobIds.map((id) => `sent ${id}`).sort());
+  // one (failed on chain), and the request has its answer once it heard 'sent'. Handed off by this
+  // process, they were told in-process: none was published.
+  expect(delivered.sort()).toEqual(jobIds.map((id) => `sent ${id}`).sort());
+  expect(published()).toEqual([]);
 });
 
 test('a payment whose signals are lost is answered from the row soon after, not at WRITE_TIMEOUT_MS', async () => {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { paymentIdsOf } from '../src/adapters/redis/payments-queue.js';
+import { createRedis } from '../src/adapters/redis/index.js';
+import { PAYMENT_SIGNALS_TOPIC, paymentIdsOf } from '../src/adapters/redis/payments-queue.js';
+import { commitPost } from '../src/app/write-path/create-post.js';
 import { settledMoney } from './support/balances.js';
 import { openServiceHarness, type ServiceHarness } from './support/service-harness.js';
 
@@ -69,5 +71,40 @@ describe.each([
     const jobs = await completed();
     expect(jobs.flatMap((job) => paymentIdsOf(job.data)).sort()).toEqual([...rowIds].sort());
     for (const job of jobs) expect(job.processedBy).toMatch(worker);
+  });
+
+  test("a worker of the request's own process tells it without Redis; a sweeper's job through Redis", async () => {
+    const { app } = h.env;
+    const heard: Array<{ jobId: string; kind: string }> = [];
+    const listener = createRedis(app.stack.redis.url, 'client');
+    try {
+      await listener.subscribe(`${app.config.REDIS_PREFIX}:live:${PAYMENT_SIGNALS_TOPIC}`);
+      listener.on('message', (_channel: string, text: string) => heard.push(JSON.parse(text)));
+      const author = await h.member(`pt_local${threads}`, 3_000_000n);
+
+      // Handed off by this process's request: the answer says executed, and nothing was published.
+      const answer = await h.call(author, 'POST', '/posts', { type: 'post', content: 'told here' });
+      expect(answer.status).toBe(201);
+      const paid = (await answer.json()) as { swap_tx: string };
+      const row = await app.db
+        .selectFrom('chain_transactions')
+        .select(['id', 'status'])
+        .where('signature', '=', paid.swap_tx)
+        .executeTakeFirstOrThrow();
+      expect(['sent', 'confirmed', 'finalized']).toContain(row.status);
+
+      // Queued with no origin (as the outbox sweeper does): its signal goes through Redis, and
+      // this process hears it there.
+      const swept = await commitPost(app, author.account.id, { type: 'post', content: 'swept' });
+      const jobId = app.payments.jobIdOf(swept.chainTransactionId);
+      const wait = app.payments.waitFor(jobId, 15_000);
+      await wait.listening;
+      await app.payments.enqueue(swept.chainTransactionId);
+      expect((await wait.signal).kind).toBe('sent');
+      await expect.poll(() => heard.map((message) => message.jobId), { timeout: 5_000 }).toContain(jobId);
+      expect(heard.map((message) => message.jobId)).not.toContain(app.payments.jobIdOf(row.id));
+    } finally {
+      listener.disconnect();
+    }
   });
 });

@@ -31,7 +31,8 @@ export function paymentsProcessor(
     // paying request waits for; 'done' wakes one whose payment ended without it (failed on chain,
     // or past 'sent' when this run began). The outbox row has the outcome before either goes out.
     process: async (job) => {
-      const ids = paymentIdsOf(job.data as PaymentJob);
+      const data = job.data as PaymentJob;
+      const ids = paymentIdsOf(data);
       const settled = await Promise.allSettled(
         ids.map(async (id) => {
           const signalId = paymentJobIdOf(id);
@@ -39,10 +40,10 @@ export function paymentsProcessor(
           const status = await settlePayment(deps, id, {
             onSent: (signature) => {
               signalled = true;
-              return deps.signalPayment(signalId, { kind: 'sent', signature });
+              return deps.signalPayment(signalId, { kind: 'sent', signature }, data.origin);
             },
           });
-          if (!signalled) await deps.signalPayment(signalId, { kind: 'done' });
+          if (!signalled) await deps.signalPayment(signalId, { kind: 'done' }, data.origin);
           return status;
         }),
       );

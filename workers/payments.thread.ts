@@ -1,12 +1,12 @@
-import { workerData } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { createDb } from '../src/adapters/postgres/index.js';
 import { createRedis } from '../src/adapters/redis/index.js';
 import { createLiveEvents } from '../src/adapters/redis/live-events.js';
-import { paymentSignalPublisher } from '../src/adapters/redis/payments-queue.js';
+import { localPaymentSignals, paymentSignalPublisher } from '../src/adapters/redis/payments-queue.js';
 import { publishChange, type ChangeKey } from '../src/app/change-signals.js';
 import { createCoreServices } from '../src/app/wiring-core.js';
 import { paymentsProcessor } from './payments.processor.js';
-import type { QueueThreadData } from './queue-thread.js';
+import type { QueueThreadData, QueueThreadMessage } from './queue-thread.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { nameThisThread } from '../src/module-thread.js';
 import { parentLogger, serveUntilClosed } from './thread-host.js';
@@ -42,7 +42,17 @@ const workers = startQueueWorkers(
     ...core,
     db,
     changes,
-    signalPayment: paymentSignalPublisher(liveEvents),
+    // Signals for the requests of this process go to it as messages; others through Redis.
+    signalPayment: localPaymentSignals(
+      {
+        origin: data.paymentsOrigin,
+        deliver: (jobId, signal) => {
+          const message: QueueThreadMessage = { type: 'payment-signal', jobId, signal };
+          parentPort?.postMessage(message);
+        },
+      },
+      paymentSignalPublisher(liveEvents),
+    ),
   }),
   connection,
   config.REDIS_PREFIX,

@@ -3,7 +3,7 @@ import {
   scheduleCreatorFundEpochs,
   unscheduleCreatorFundEpochs,
 } from '../src/adapters/redis/creator-fund-queue.js';
-import { paymentSignalPublisher } from '../src/adapters/redis/payments-queue.js';
+import { localPaymentSignals, paymentSignalPublisher } from '../src/adapters/redis/payments-queue.js';
 import type { App } from '../src/app/wiring.js';
 import { runDueEpochs } from '../src/app/creator-fund/run-epoch.js';
 import { paymentsProcessor } from './payments.processor.js';
@@ -16,7 +16,7 @@ export function processorsFor(app: App): QueueProcessor[] {
     {
       ...paymentsProcessor({
         ...app,
-        signalPayment: paymentSignalPublisher(app.liveEvents),
+        signalPayment: localPaymentSignals(app.payments, paymentSignalPublisher(app.liveEvents)),
       }),
       // Settling in threads of its own (payments.thread.ts builds the same processor there), so
       // that a paid write's BullMQ round trips, signing and status polls leave the API's event loop

@@ -5,6 +5,7 @@ import type { App } from '../src/app/wiring.js';
 import type { Config } from '../src/config/index.js';
 import { spawnModuleThread } from '../src/module-thread.js';
 import type { QueueProcessor } from './queue-workers.js';
+import type { PublishedPaymentSignal } from '../src/adapters/redis/payments-queue.js';
 
 /** What a queue thread is given: the process's settings and the backing services it resolved. */
 export interface QueueThreadData {
@@ -15,11 +16,17 @@ export interface QueueThreadData {
   postgresUrl: string;
   redisUrl: string;
   solanaUrl: string;
+  /** This process's PaymentsQueue origin: signals for its own requests come back as messages. */
+  paymentsOrigin: string;
 }
 
 /** What a queue thread tells its parent. */
 export type QueueThreadMessage =
-  { type: 'ready' } | { type: 'closed' } | { type: 'log'; record: Record<string, unknown> };
+  | { type: 'ready' }
+  | { type: 'closed' }
+  | { type: 'log'; record: Record<string, unknown> }
+  /** A payment signal for a request of this process (localPaymentSignals in the thread). */
+  | { type: 'payment-signal'; jobId: string; signal: PublishedPaymentSignal };
 
 export interface QueueThread {
   name: string;
@@ -61,6 +68,7 @@ export async function startQueueThread(
     postgresUrl: app.stack.postgres.url,
     redisUrl: app.stack.redis.url,
     solanaUrl: app.stack.solana.url,
+    paymentsOrigin: app.payments.origin,
   };
 
   let stopping = false;
@@ -73,6 +81,7 @@ export async function startQueueThread(
     const thread = spawnModuleThread(module.baseUrl, module.module, data);
     thread.on('message', (message: QueueThreadMessage) => {
       if (message.type === 'log') relay(threadLog, message.record);
+      else if (message.type === 'payment-signal') app.payments.deliver(message.jobId, message.signal);
     });
     await new Promise<void>((resolve, reject) => {
       const onMessage = (message: QueueThreadMessage) => {

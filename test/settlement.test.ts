@@ -1,6 +1,8 @@
 import { PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { associatedTokenAccount, type PlatformChain } from '../src/adapters/solana/index.js';
+import type { Db } from '../src/adapters/postgres/db.js';
+import { carriedRowsOf } from '../src/adapters/redis/payments-queue.js';
 import { commitPost } from '../src/app/write-path/create-post.js';
 import { settlePayment } from '../src/app/write-path/settle-payment.js';
 import { drainOnChain } from './support/chain-tampering.js';
@@ -32,7 +34,59 @@ async function usdc(owner: string): Promise<bigint> {
   return BigInt(value.amount);
 }
 
+/** `db`, except that reading an outbox row throws: a settlement that reads one fails. */
+function blindToOutbox(db: Db): Db {
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === 'selectFrom')
+        return (table: string) => {
+          if (table.startsWith('chain_transactions')) throw new Error('read the outbox row');
+          return target.selectFrom(table as 'chain_transactions');
+        };
+      const value: unknown = Reflect.get(target, prop);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
 describe('settlePayment', () => {
+  test('a first run sends from the row its commit handed off without reading it; a row settled meanwhile stays as it was', async () => {
+    const author = await funded('carried_1', 3_000_000n);
+    const post = await commitPost(env.app, author.id, { type: 'post', content: 'carried' });
+    const unread = await commitPost(env.app, author.id, { type: 'post', content: 'read' });
+    expect(post.signed).toMatchObject({ signature: post.swapTx, lastValidBlockHeight: expect.any(Number) });
+    const blind = { ...env.app, db: blindToOutbox(env.app.db) };
+    // Without the carried row the settlement must read it (so the blind deps do fail a read).
+    await expect(settlePayment(blind, unread.chainTransactionId)).rejects.toThrow('read the outbox row');
+
+    expect(await settlePayment(blind, post.chainTransactionId, { signed: post.signed })).toBe('confirmed');
+    const settled = await outboxRow(post.chainTransactionId);
+    expect(settled.status).toBe('confirmed');
+    expect(await usdc(author.walletAddress)).toBe(2_000_000n);
+
+    // The same carried row again (a stale job): sent again (the chain dedupes), marked nothing.
+    expect(await settlePayment(blind, post.chainTransactionId, { signed: post.signed })).toBe('confirmed');
+    const again = await outboxRow(post.chainTransactionId);
+    expect(again.confirmed_at).toEqual(settled.confirmed_at);
+    expect(await usdc(author.walletAddress)).toBe(2_000_000n);
+    expect(await settlePayment(env.app, unread.chainTransactionId)).toBe('confirmed');
+    expect(await usdc(author.walletAddress)).toBe(1_000_000n);
+    expect((await env.app.ledger.money(author.id)).availableMicro).toBe(1_000_000n);
+  });
+
+  test('a job carries its signed rows to its first run only', () => {
+    const wire = Buffer.from([1, 2, 3]);
+    const job = {
+      chainTransactionIds: ['a', 'b'],
+      signed: { a: { movementId: 'm', wire: wire.toString('base64'), signature: 's', lastValidBlockHeight: 7 } },
+    };
+    expect(carriedRowsOf(job, 0)).toEqual(
+      new Map([['a', { movementId: 'm', wire, signature: 's', lastValidBlockHeight: 7 }]]),
+    );
+    expect(carriedRowsOf(job, 1).size).toBe(0);
+    expect(carriedRowsOf({ chainTransactionId: 'a' }, 0).size).toBe(0);
+  });
+
   test('an expired blockhash forces a re-sign; swap_tx becomes the landed signature and the post is paid once', async () => {
     const author = await funded('expiry_1', 2_000_000n);
     const post = await commitPost(env.app, author.id, { type: 'post', content: 'late' });

@@ -1,4 +1,5 @@
 import {
+  carriedRowsOf,
   PAYMENTS_QUEUE,
   paymentBackoffStrategy,
   paymentIdsOf,
@@ -33,11 +34,14 @@ export function paymentsProcessor(
     process: async (job) => {
       const data = job.data as PaymentJob;
       const ids = paymentIdsOf(data);
+      // The rows as the paying requests committed them, for this first run only (a retry reads).
+      const carried = carriedRowsOf(data, job.attemptsMade);
       const settled = await Promise.allSettled(
         ids.map(async (id) => {
           const signalId = paymentJobIdOf(id);
           let signalled = false;
           const status = await settlePayment(deps, id, {
+            signed: carried.get(id),
             onSent: (signature) => {
               signalled = true;
               return deps.signalPayment(signalId, { kind: 'sent', signature }, data.origin);

@@ -66,7 +66,7 @@ export interface OutboxWrite {
 export async function writeOutboxPayment<Row = Record<string, never>>(
   db: Db | Tx,
   write: OutboxWrite,
-): Promise<{ chainTransactionId: string; row: Row }> {
+): Promise<{ chainTransactionId: string; movementId: string; row: Row }> {
   // Every part reads the id from the materialized CTE: the function runs exactly once.
   const movementId =
     'id' in write.movement
@@ -86,13 +86,21 @@ export async function writeOutboxPayment<Row = Record<string, never>>(
   const selected = write.row ? sql`domain_row.*, ` : sql``;
   const from = write.row ? sql` FROM domain_row` : sql``;
   try {
-    const { rows } = await sql<Row & { chain_transaction_id: string; idempotency_resource_id?: string }>`
+    const { rows } = await sql<
+      Row & { chain_transaction_id: string; outbox_movement_id: string; idempotency_resource_id?: string }
+    >`
       WITH ${movement} ${domainRow}
            event AS (${db.insertInto('domain_events').values(write.event)}),
-           outbox AS (${db.insertInto('chain_transactions').values(outboxRow(movementId, write.payment)).returning('id')})${recorded}
-      SELECT ${selected}(SELECT id FROM outbox) AS chain_transaction_id${recordedColumn}${from}`.execute(db);
-    const { chain_transaction_id: chainTransactionId, idempotency_resource_id: _recorded, ...row } = rows[0]!;
-    return { chainTransactionId, row: row as Row };
+           outbox AS (${db.insertInto('chain_transactions').values(outboxRow(movementId, write.payment)).returning(['id', 'movement_id'])})${recorded}
+      SELECT ${selected}(SELECT id FROM outbox) AS chain_transaction_id,
+             (SELECT movement_id FROM outbox) AS outbox_movement_id${recordedColumn}${from}`.execute(db);
+    const {
+      chain_transaction_id: chainTransactionId,
+      outbox_movement_id: outboxMovementId,
+      idempotency_resource_id: _recorded,
+      ...row
+    } = rows[0]!;
+    return { chainTransactionId, movementId: outboxMovementId, row: row as Row };
   } catch (error) {
     throw ledgerRefusal(error) ?? takenOverRefusal(error) ?? error;
   }

@@ -58,6 +58,39 @@ export interface PaymentJob {
    * on the sweeper's and the other producers' jobs, whose waiters may be anywhere.
    */
   origin?: string;
+  /**
+   * The rows as their commits wrote them (status `signed`), by id, for the job's first run: it
+   * sends from these instead of reading the rows (one statement fewer per job). A retry, and a job
+   * without them, reads the rows; every step after the read is guarded by the row's status and
+   * signature, so one settled meanwhile (the sweeper's job) is left as it is.
+   */
+  signed?: Record<string, CarriedRow>;
+}
+
+/** An outbox row as its commit wrote it: what the payments worker's first look would read. */
+export interface SignedOutboxRow {
+  movementId: string;
+  wire: Buffer;
+  signature: string;
+  lastValidBlockHeight: number;
+}
+
+/** A SignedOutboxRow in a job's JSON. */
+interface CarriedRow {
+  movementId: string;
+  wire: string;
+  signature: string;
+  lastValidBlockHeight: number;
+}
+
+/** The signed rows a job carries, when its first run may use them (see PaymentJob `signed`). */
+export function carriedRowsOf(job: PaymentJob, attemptsMade: number): Map<string, SignedOutboxRow> {
+  const rows = new Map<string, SignedOutboxRow>();
+  if (attemptsMade > 0 || !job.signed) return rows;
+  for (const [id, row] of Object.entries(job.signed)) {
+    rows.set(id, { ...row, wire: Buffer.from(row.wire, 'base64') });
+  }
+  return rows;
 }
 
 /**
@@ -168,7 +201,7 @@ export interface PaymentsQueue {
    * an id taken from it would have dropped as a duplicate. So the sweeper may queue a row of a job
    * that runs long a second time: settling is idempotent.
    */
-  handOff(chainTransactionId: string): Promise<void>;
+  handOff(chainTransactionId: string, signed?: SignedOutboxRow): Promise<void>;
   /** The job id enqueue() gives the settlement of this outbox row. */
   jobIdOf(chainTransactionId: string): string;
   /**
@@ -242,28 +275,34 @@ export function createPaymentsQueue(
   const enqueue = (chainTransactionId: string) => add({ chainTransactionId }, jobIdOf(chainTransactionId));
 
   /** The hand-offs gathering now, and how to send them before their clock runs out. */
-  let gathering: { ids: string[]; queued: Promise<void>; leave: () => void } | undefined;
-  const handOff = (chainTransactionId: string): Promise<void> => {
+  let gathering:
+    | { ids: string[]; signed: Record<string, CarriedRow>; queued: Promise<void>; leave: () => void }
+    | undefined;
+  const handOff = (chainTransactionId: string, signedRow?: SignedOutboxRow): Promise<void> => {
     if (!gathering) {
       const ids: string[] = [];
+      const signed: Record<string, CarriedRow> = {};
       let leave!: () => void;
       const due = new Promise<void>((resolve) => (leave = resolve));
       const timer = setTimeout(leave, handOffMs);
       const batch = {
         ids,
+        signed,
         leave,
         queued: due.then(async () => {
           clearTimeout(timer);
           if (gathering === batch) gathering = undefined;
           // One row: its own job id, so a repeat (the sweeper) finds it.
-          if (ids.length === 1) await add({ chainTransactionId: ids[0]!, origin }, jobIdOf(ids[0]!));
-          else await add({ chainTransactionIds: ids, origin }, `batch-${randomUUID()}`);
+          const carried = Object.keys(signed).length > 0 ? { signed } : {};
+          if (ids.length === 1) await add({ chainTransactionId: ids[0]!, origin, ...carried }, jobIdOf(ids[0]!));
+          else await add({ chainTransactionIds: ids, origin, ...carried }, `batch-${randomUUID()}`);
         }),
       };
       gathering = batch;
     }
     const batch = gathering;
     batch.ids.push(chainTransactionId);
+    if (signedRow) batch.signed[chainTransactionId] = { ...signedRow, wire: signedRow.wire.toString('base64') };
     if (batch.ids.length >= MAX_PAYMENTS_PER_JOB) {
       gathering = undefined;
       batch.leave();

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { outboxStatus } from '../../adapters/postgres/outbox-reads.repository.js';
-import type { PaymentsQueue } from '../../adapters/redis/payments-queue.js';
+import type { PaymentsQueue, SignedOutboxRow } from '../../adapters/redis/payments-queue.js';
 import { AppError } from '../../domain/errors.js';
 import type { WritePathDeps } from './write-path-deps.js';
 
@@ -16,6 +16,8 @@ export interface CommittedPayment {
   chainTransactionId: string;
   /** The signature committed with the row: the `swap_tx` a 202 shows when nothing newer is known. */
   swapTx: string;
+  /** The row as the commit wrote it, when this request committed it: handed off with it. */
+  signed?: SignedOutboxRow | undefined;
 }
 
 export interface AwaitedPayment {
@@ -63,7 +65,7 @@ export async function awaitPayment(
   const deadline = new Promise<'deadline'>((resolve) => {
     timer = setTimeout(() => resolve('deadline'), deps.writeTimeoutMs + FOLLOW_GRACE_MS);
   });
-  const followed = follow(deps, payment.chainTransactionId);
+  const followed = follow(deps, payment.chainTransactionId, payment.signed);
   let row: Awaited<typeof followed> | 'deadline';
   try {
     row = await Promise.race([followed, deadline]);
@@ -116,13 +118,13 @@ export async function awaitPaid<T extends CommittedPayment>(
 export const RECHECK_AFTER_MS = 250;
 
 /** Hands the row to the workers, waits for its signal, and says where the row is. */
-async function follow(deps: AwaitPaymentDeps, chainTransactionId: string) {
+async function follow(deps: AwaitPaymentDeps, chainTransactionId: string, signed?: SignedOutboxRow) {
   const jobId = deps.payments.jobIdOf(chainTransactionId);
   const wait = deps.payments.waitFor(jobId, deps.writeTimeoutMs);
   try {
     // Listening before the hand-off: a new job's signals cannot be missed.
     await wait.listening;
-    await deps.payments.handOff(chainTransactionId);
+    await deps.payments.handOff(chainTransactionId, signed);
     for (let pause = RECHECK_AFTER_MS; ; pause *= 2) {
       let timer: NodeJS.Timeout | undefined;
       const recheck = new Promise<'recheck'>((resolve) => (timer = setTimeout(resolve, pause, 'recheck')));

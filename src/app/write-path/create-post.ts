@@ -15,6 +15,7 @@ import {
   walletSigner,
 } from './payment-transaction.js';
 import type { WritePathDeps } from './write-path-deps.js';
+import type { SignedOutboxRow } from '../../adapters/redis/payments-queue.js';
 
 export interface CreatedPost {
   id: string;
@@ -27,6 +28,8 @@ export interface CreatedPost {
   costMicro: bigint;
   chainTransactionId: string;
   swapTx: string;
+  /** The outbox row as this commit wrote it (absent on a resumed key): handed off with it. */
+  signed?: SignedOutboxRow | undefined;
 }
 
 /**
@@ -94,7 +97,7 @@ export async function commitPost(
   const cost = -legs[0]!.units;
   const eventType =
     draft.type === 'post' ? 'post.created' : draft.type === 'reply' ? 'post.replied' : 'post.quoted';
-  const { chainTransactionId, row } = await commitPaidWrite<{ created_at: Date }>(deps.db, {
+  const { chainTransactionId, row, signed } = await commitPaidWrite<{ created_at: Date }>(deps.db, {
     movement: { kind: 'post', legs, pending: 'hold' },
     row: (movementId) =>
       insertPost(
@@ -131,6 +134,7 @@ export async function commitPost(
     costMicro: cost,
     chainTransactionId,
     swapTx: payment.signature,
+    signed,
   };
 }
 

@@ -9,6 +9,7 @@ import {
   type PaidRowInsert,
 } from '../../adapters/postgres/outbox-writer.js';
 import type { Tx } from '../../adapters/postgres/tx.js';
+import type { SignedOutboxRow } from '../../adapters/redis/payments-queue.js';
 import type { Keystore, Signer } from '../../adapters/solana/index.js';
 import { cachedWalletSigner, type SignedPayment } from '../../adapters/solana/payment-signing.js';
 import type { MovementInput } from '../../domain/ledger/ledger-store.port.js';
@@ -76,8 +77,10 @@ export interface PaidWrite {
 export async function commitPaidWrite<Row>(
   db: Db,
   write: PaidWrite,
-): Promise<{ chainTransactionId: string; row: Row }> {
-  return writeOutboxPayment<Row>(db, write);
+): Promise<{ chainTransactionId: string; row: Row; signed: SignedOutboxRow }> {
+  const { chainTransactionId, movementId, row } = await writeOutboxPayment<Row>(db, write);
+  const { wire, signature, lastValidBlockHeight } = write.payment;
+  return { chainTransactionId, row, signed: { movementId, wire, signature, lastValidBlockHeight } };
 }
 
 /** The keyed form of a write creating `kind` `id`, when it runs under an Idempotency-Key. */

@@ -20,6 +20,7 @@ import {
   signUsdcPayment,
   walletSigner,
 } from './payment-transaction.js';
+import type { SignedOutboxRow } from '../../adapters/redis/payments-queue.js';
 
 export interface CreatedSend {
   id: string;
@@ -30,6 +31,8 @@ export interface CreatedSend {
   createdAt: Date;
   chainTransactionId: string;
   swapTx: string;
+  /** The outbox row as this commit wrote it (absent on a resumed key): handed off with it. */
+  signed?: SignedOutboxRow | undefined;
 }
 
 /**
@@ -99,7 +102,7 @@ export async function commitSend(
     memo,
   });
 
-  const { chainTransactionId, row } = await commitPaidWrite<{ created_at: Date }>(deps.db, {
+  const { chainTransactionId, row, signed } = await commitPaidWrite<{ created_at: Date }>(deps.db, {
     movement: { kind: 'send', legs, pending: 'hold' },
     row: (movementId) =>
       insertSend(
@@ -131,6 +134,7 @@ export async function commitSend(
     createdAt: row.created_at,
     chainTransactionId,
     swapTx: payment.signature,
+    signed,
   };
 }
 

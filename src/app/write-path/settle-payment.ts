@@ -10,10 +10,18 @@ import { resignPayment } from './payment-transaction.js';
 import { requiredSigners } from './transaction-signers.js';
 import type { WritePathDeps } from './write-path-deps.js';
 import { outboxWritesFor } from './outbox-writes.js';
+import type { SignedOutboxRow } from '../../adapters/redis/payments-queue.js';
+import type { OutboxRow } from '../../adapters/postgres/outbox-reads.repository.js';
 
 export type SettlementStatus = 'confirmed' | 'finalized' | 'failed';
 
 export interface SettlementHooks {
+  /**
+   * The row as its commit wrote it (status `signed`), when the caller has it: the first look uses
+   * it instead of reading the row. Safe even if the row moved on since: the send of those bytes is
+   * deduped by the chain, and every mark below is guarded by the row's status and signature.
+   */
+  signed?: SignedOutboxRow | undefined;
   /** The cluster executed the transaction without error (commitment processed; row now 'sent'). */
   onSent?(signature: string): Promise<void>;
 }
@@ -41,7 +49,10 @@ export async function settlePayment(
   hooks: SettlementHooks = {},
 ): Promise<SettlementStatus> {
   for (let resigns = 0; ; resigns++) {
-    const row = await outboxWritesFor(deps.db).read(chainTransactionId);
+    const row =
+      resigns === 0 && hooks.signed
+        ? asCommitted(chainTransactionId, hooks.signed)
+        : await outboxWritesFor(deps.db).read(chainTransactionId);
     if (row.status === 'confirmed' || row.status === 'finalized' || row.status === 'failed')
       return row.status;
     const tx: SignedForSend = {
@@ -155,5 +166,20 @@ async function hiddenBy(
       referenceId: post.parent_id ?? post.quoted_post_id,
     },
     repost: repost && { postId: repost.post_id, reposterId: repost.reposter_id },
+  };
+}
+
+/** What settling reads of a row, as its commit wrote it. */
+function asCommitted(
+  id: string,
+  signed: SignedOutboxRow,
+): Pick<OutboxRow, 'id' | 'movement_id' | 'status' | 'wire' | 'signature' | 'last_valid_block_height'> {
+  return {
+    id,
+    movement_id: signed.movementId,
+    status: 'signed',
+    wire: signed.wire,
+    signature: signed.signature,
+    last_valid_block_height: BigInt(signed.lastValidBlockHeight),
   };
 }

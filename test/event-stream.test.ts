@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { sequenceStagedEvents } from '../src/adapters/postgres/event-log.repository.js';
 import { openServiceHarness, type Member, type ServiceHarness } from './support/service-harness.js';
@@ -155,6 +156,33 @@ describe('the event log', () => {
     const log = await wholeLog(alice, 100);
     expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i + 1));
   });
+});
+
+test("a sequencer turn while another sequencer holds the lock numbers nothing; the holder's turn does", async () => {
+  const db = h.env.app.db;
+  const staged = { account_id: alice.account.id, type: 'post.liked', data: { post_id: 'x', by: 'z' } };
+  await db.transaction().execute(async (holder) => {
+    // Another sequencer's turn in progress: it holds the sequencer's lock until it commits.
+    await sql`SELECT pg_advisory_xact_lock(${3_900_039n})`.execute(holder);
+    await db
+      .insertInto('event_staging')
+      .values({ ...staged, dedupe_key: 'test:locked' })
+      .execute();
+    expect(await sequenceStagedEvents(db, 100)).toEqual({ moved: 0, accounts: [] });
+    expect(await sequenceStagedEvents(db, 100, { lookFirst: false })).toEqual({ moved: 0, accounts: [] });
+    const waiting = await db
+      .selectFrom('event_staging')
+      .select('id')
+      .where('dedupe_key', '=', 'test:locked')
+      .execute();
+    expect(waiting).toHaveLength(1);
+  });
+  await until(
+    'a sequencer took the staged row once the lock was free',
+    () =>
+      db.selectFrom('account_events').select('sequence').where('dedupe_key', '=', 'test:locked').execute(),
+    (rows) => rows.length === 1,
+  );
 });
 
 describe('following the log', () => {

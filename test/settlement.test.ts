@@ -78,7 +78,9 @@ describe('settlePayment', () => {
     const wire = Buffer.from([1, 2, 3]);
     const job = {
       chainTransactionIds: ['a', 'b'],
-      signed: { a: { movementId: 'm', wire: wire.toString('base64'), signature: 's', lastValidBlockHeight: 7 } },
+      signed: {
+        a: { movementId: 'm', wire: wire.toString('base64'), signature: 's', lastValidBlockHeight: 7 },
+      },
     };
     expect(carriedRowsOf(job, 0)).toEqual(
       new Map([['a', { movementId: 'm', wire, signature: 's', lastValidBlockHeight: 7 }]]),

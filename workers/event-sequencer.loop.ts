@@ -1,6 +1,6 @@
 import type { App } from '../src/app/wiring.js';
 import { startLoop, type BackgroundLoop } from '../src/app/background-loop.js';
-import { sequenceEvents } from '../src/app/events/account-events.js';
+import { SEQUENCE_BATCH, sequenceEvents } from '../src/app/events/account-events.js';
 
 /** Pause between two turns that found nothing staged: an event waits at most this long to be numbered. */
 export const EVENT_SEQUENCE_MS = 100;
@@ -16,10 +16,22 @@ export function startEventSequencer(
   onSequenced: (accounts: readonly string[]) => void,
 ): BackgroundLoop {
   const log = app.logger.child({ role: 'worker', loop: 'event-sequencer' });
+  // Whether the last turn numbered events: the next one then skips its look (sequenceEvents).
+  let busy = false;
   return startLoop({
     name: 'event sequencer',
     log,
     idleMs: EVENT_SEQUENCE_MS,
-    step: () => sequenceEvents({ db: app.db, liveEvents: app.liveEvents, logger: log }, onSequenced),
+    step: async () => {
+      const moved = await sequenceEvents(
+        { db: app.db, liveEvents: app.liveEvents, logger: log },
+        onSequenced,
+        {
+          lookFirst: !busy,
+        },
+      );
+      busy = moved > 0;
+      return moved >= SEQUENCE_BATCH;
+    },
   });
 }

@@ -183,7 +183,7 @@ export interface PaymentsQueue {
    * Wakes this process's waiters on `jobId` with a signal a worker of this process heard first
    * (localPaymentSignals): what the Redis subscription does for a published one.
    */
-  deliver(jobId: string, signal: PublishedPaymentSignal): void;
+  deliver: (jobId: string, signal: PublishedPaymentSignal) => void;
   /**
    * Enqueues the settlement of one outbox row. The job id is derived from the row, so enqueueing
    * twice (an API retry, the worker's start-up sweep) runs it once.
@@ -294,7 +294,8 @@ export function createPaymentsQueue(
           if (gathering === batch) gathering = undefined;
           // One row: its own job id, so a repeat (the sweeper) finds it.
           const carried = Object.keys(signed).length > 0 ? { signed } : {};
-          if (ids.length === 1) await add({ chainTransactionId: ids[0]!, origin, ...carried }, jobIdOf(ids[0]!));
+          if (ids.length === 1)
+            await add({ chainTransactionId: ids[0]!, origin, ...carried }, jobIdOf(ids[0]!));
           else await add({ chainTransactionIds: ids, origin, ...carried }, `batch-${randomUUID()}`);
         }),
       };
@@ -302,7 +303,8 @@ export function createPaymentsQueue(
     }
     const batch = gathering;
     batch.ids.push(chainTransactionId);
-    if (signedRow) batch.signed[chainTransactionId] = { ...signedRow, wire: signedRow.wire.toString('base64') };
+    if (signedRow)
+      batch.signed[chainTransactionId] = { ...signedRow, wire: signedRow.wire.toString('base64') };
     if (batch.ids.length >= MAX_PAYMENTS_PER_JOB) {
       gathering = undefined;
       batch.leave();

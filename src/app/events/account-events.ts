@@ -30,13 +30,16 @@ const wakeTopic = (accountId: string) => `account-events:${accountId}`;
 /**
  * One sequencer turn: numbers what committed since the last, tells this process (`onSequenced`:
  * the webhook dispatcher) and every API process (a pub/sub wake per account with new events).
- * Answers whether a full batch was moved (more may wait).
+ * Answers how many it numbered; a full batch (SEQUENCE_BATCH) means more may wait. `lookFirst`
+ * false skips the cheap look for staged events (right after a turn that found some, when writes
+ * are flowing and the look would cost a round trip that finds them anyway).
  */
 export async function sequenceEvents(
   deps: EventLogDeps,
   onSequenced: (accounts: readonly string[]) => void,
-): Promise<boolean> {
-  const { moved, accounts } = await sequenceStagedEvents(deps.db, SEQUENCE_BATCH);
+  options: { lookFirst?: boolean } = {},
+): Promise<number> {
+  const { moved, accounts } = await sequenceStagedEvents(deps.db, SEQUENCE_BATCH, options);
   if (accounts.length > 0) {
     onSequenced(accounts);
     const woken = await Promise.allSettled(accounts.map((id) => deps.liveEvents.publish(wakeTopic(id), {})));
@@ -44,7 +47,7 @@ export async function sequenceEvents(
     if (failed > 0)
       deps.logger.warn(`event sequencer: ${failed} wake(s) not published; readers catch up on their poll`);
   }
-  return moved >= SEQUENCE_BATCH;
+  return moved;
 }
 
 export interface EventPage {

@@ -46,6 +46,9 @@ interface Reading {
   redisCommands: number;
   /** Redis calls by command (INFO commandstats, which counts the commands Lua scripts run). */
   redisByCommand: Map<string, number>;
+  /** HTTP requests the localnet served, and its JSON-RPC calls by method (localnet_traffic). */
+  rpcRequests: number;
+  rpcByMethod: Map<string, number>;
 }
 
 async function reading(service: RunningService, redis: Redis, writerPid: number): Promise<Reading> {
@@ -59,6 +62,10 @@ async function reading(service: RunningService, redis: Redis, writerPid: number)
     redisByCommand.set(match[1]!, Number(match[2]));
   const redisCommands = [...redisByCommand.values()].reduce((a, b) => a + b, 0);
   const processes = processCpuSeconds() ?? new Map<string, number>();
+  // A localnet without localnet_traffic (an older commit, measured back to back) counts nothing.
+  const traffic = await service.app.rpc
+    .call<{ httpRequests: number; calls: Record<string, number> }>('localnet_traffic', [])
+    .catch(() => ({ httpRequests: Number.NaN, calls: {} }));
   return {
     at: performance.now() / 1000,
     machine: (cpuTimes()?.busy ?? 0) / 100,
@@ -68,6 +75,8 @@ async function reading(service: RunningService, redis: Redis, writerPid: number)
     transactions: Number(rows[0]!.n),
     redisCommands,
     redisByCommand,
+    rpcRequests: traffic.httpRequests,
+    rpcByMethod: new Map(Object.entries(traffic.calls)),
   };
 }
 
@@ -87,6 +96,8 @@ function rates(from: Reading, to: Reading) {
     transactions: (to.transactions - from.transactions) / seconds,
     redisCommands: (to.redisCommands - from.redisCommands) / seconds,
     redisByCommand: per(from.redisByCommand, to.redisByCommand),
+    rpcRequests: (to.rpcRequests - from.rpcRequests) / seconds,
+    rpcByMethod: per(from.rpcByMethod, to.rpcByMethod),
   };
 }
 
@@ -217,6 +228,14 @@ async function main(bench: Bench): Promise<string> {
       .sort((a, b) => b[1] - a[1]);
     console.log(
       `Redis commands per post: ${commands.map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ')}`,
+    );
+    const calls = [...load.rpcByMethod]
+      .map(([name, n]): [string, number] => [name, (n - (idle.rpcByMethod.get(name) ?? 0)) / perSecond])
+      .filter(([, n]) => n >= 0.01)
+      .sort((a, b) => b[1] - a[1]);
+    console.log(
+      `RPC per post: ${((load.rpcRequests - idle.rpcRequests) / perSecond).toFixed(2)} HTTP requests carrying ` +
+        `${calls.reduce((sum, [, n]) => sum + n, 0).toFixed(2)} calls (${calls.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(', ')})`,
     );
     console.log(`RESULT ${rate}/s: ${above(load.machine, idle.machine)} ms of machine CPU per paid post`);
   }

@@ -88,3 +88,23 @@ describe('localnet account reads at a commitment', () => {
     await expect(lamportsAt(owner, 'rooted')).rejects.toThrow(/unknown commitment/);
   });
 });
+
+test('localnet_traffic counts the HTTP requests served and the calls they carried, by method', async () => {
+  const before = await rpc<{ httpRequests: number; calls: Record<string, number> }>('localnet_traffic', []);
+  const batch = await fetch(net.rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify([
+      { jsonrpc: '2.0', id: 1, method: 'getSlot', params: [] },
+      { jsonrpc: '2.0', id: 2, method: 'getSlot', params: [] },
+      { jsonrpc: '2.0', id: 3, method: 'getHealth', params: [] },
+    ]),
+  });
+  expect(batch.status).toBe(200);
+  const after = await rpc<{ httpRequests: number; calls: Record<string, number> }>('localnet_traffic', []);
+  // The batch and the first traffic read: two requests; the three calls and that read's own call.
+  expect(after.httpRequests - before.httpRequests).toBe(2);
+  expect((after.calls.getSlot ?? 0) - (before.calls.getSlot ?? 0)).toBe(2);
+  expect((after.calls.getHealth ?? 0) - (before.calls.getHealth ?? 0)).toBe(1);
+  expect(after.calls.localnet_traffic! - (before.calls.localnet_traffic ?? 0)).toBe(1);
+});

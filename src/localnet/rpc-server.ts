@@ -16,17 +16,32 @@ interface JsonRpcRequest {
   params?: unknown;
 }
 
-type Dispatch = (request: unknown) => object;
+type Dispatch = ((request: unknown) => object) & {
+  /** What this localnet has served: HTTP requests and JSON-RPC calls by method. */
+  readonly traffic?: RpcTraffic;
+};
+
+/**
+ * The localnet's own count of what it served (`localnet_traffic`): how many HTTP requests and
+ * JSON-RPC calls, by method. The write-cost bench reads it to count RPC messages per paid post.
+ */
+export interface RpcTraffic {
+  httpRequests: number;
+  calls: Record<string, number>;
+}
 
 /** Answers one JSON-RPC request object; never throws. */
 export function createDispatcher(chain: LocalChain, options: { plainValidator?: boolean } = {}): Dispatch {
   const methods = createRpcMethods(chain);
+  const traffic: RpcTraffic = { httpRequests: 0, calls: {} };
+  // Not a read of the chain: refused to pages (browserRefusal) like the other localnet_ methods.
+  methods.localnet_traffic = () => ({ httpRequests: traffic.httpRequests, calls: { ...traffic.calls } });
   // As a plain validator it serves only the standard methods: clients take it for a validator we
   // do not control (no localnet_getInfo, no localnet_setAccount), as in a compose deployment.
   if (options.plainValidator) {
     for (const name of Object.keys(methods)) if (name.startsWith('localnet_')) delete methods[name];
   }
-  return (raw) => {
+  const dispatch = (raw: unknown): object => {
     const request = (raw ?? {}) as JsonRpcRequest;
     const id = request.id ?? null;
     if (
@@ -38,6 +53,7 @@ export function createDispatcher(chain: LocalChain, options: { plainValidator?: 
       return { jsonrpc: '2.0', id, error: { code: RPC_CODES.invalidRequest, message: 'Invalid request' } };
     }
     const handler = Object.hasOwn(methods, request.method) ? methods[request.method] : undefined;
+    if (handler) traffic.calls[request.method] = (traffic.calls[request.method] ?? 0) + 1;
     if (!handler)
       return { jsonrpc: '2.0', id, error: { code: RPC_CODES.methodNotFound, message: 'Method not found' } };
     const params = request.params === undefined ? [] : request.params;
@@ -69,6 +85,7 @@ export function createDispatcher(chain: LocalChain, options: { plainValidator?: 
       };
     }
   };
+  return Object.assign(dispatch, { traffic });
 }
 
 const PARSE_ERROR = {
@@ -164,6 +181,7 @@ export function createHttpServer(dispatch: Dispatch): http.Server {
     if (req.method !== 'POST') {
       return void res.writeHead(405, { 'content-type': 'text/plain' }).end('Use POST with a JSON-RPC body');
     }
+    if (dispatch.traffic) dispatch.traffic.httpRequests++;
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {

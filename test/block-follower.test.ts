@@ -422,6 +422,57 @@ describe('block follower', () => {
     expect(methods).toContain('getBlock');
   }, 60_000);
 
+  test("the indexer's reconciler waits for the follower to read a payment's block, unless the follower stopped moving", async () => {
+    const author = await fundedAccount(env.app, platform, 'bf_waiter', 5_000_000n);
+    await catchUp(); // the cursor moved just now, before the payment's block
+    const post = await commitPost(env.app, author.id, { type: 'post', content: 'past the cursor' });
+    expect(await settlePayment(env.app, post.chainTransactionId)).toBe('confirmed');
+    const fetched: string[] = [];
+    const rpc = {
+      ...env.app.rpc,
+      batch: <T>(calls: Parameters<typeof env.app.rpc.batch>[0]) => {
+        for (const c of calls) if (c.method === 'getTransaction') fetched.push(String(c.params[0]));
+        return env.app.rpc.batch<T>(calls);
+      },
+    };
+    const options = { missingAfterMs: 60_000, settlingGraceMs: 0, followerFreshMs: 10_000 };
+    const judged = async (id: string) =>
+      await env.app.db
+        .selectFrom('chain_transactions')
+        .select(['reconciled_commitment', 'reconciled_status'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+
+    // Its slot is past the follower's cursor: not claimed, not fetched.
+    await reconcileRound({ ...env.app, rpc }, options);
+    expect(await judged(post.chainTransactionId)).toEqual({
+      reconciled_commitment: null,
+      reconciled_status: null,
+    });
+    expect(fetched).not.toContain(post.swapTx);
+
+    // The follower reads its block: the next round judges it from there.
+    await catchUp();
+    await reconcileRound({ ...env.app, rpc }, options);
+    expect(await judged(post.chainTransactionId)).toEqual({
+      reconciled_commitment: 'confirmed',
+      reconciled_status: 'matched',
+    });
+    expect(fetched).not.toContain(post.swapTx);
+
+    // A follower whose cursor stopped moving holds nothing back: the round fetches the payment.
+    const stuck = await commitPost(env.app, author.id, { type: 'post', content: 'no follower' });
+    expect(await settlePayment(env.app, stuck.chainTransactionId)).toBe('confirmed');
+    await sql`UPDATE block_follower_cursor SET updated_at = now() - interval '1 minute'`.execute(env.app.db);
+    await reconcileRound({ ...env.app, rpc }, options);
+    expect(await judged(stuck.chainTransactionId)).toEqual({
+      reconciled_commitment: 'confirmed',
+      reconciled_status: 'matched',
+    });
+    expect(fetched).toContain(stuck.swapTx);
+    await catchUp();
+  }, 60_000);
+
   test('the books: every deposit sent is credited exactly once and spendable, none missed', async () => {
     await finalizeAll();
     const expected = new Map<string, bigint>();

@@ -1,6 +1,6 @@
 import type { App } from '../src/app/wiring.js';
 import { startLoop } from '../src/app/background-loop.js';
-import { reconcileRound, reconciliationLag } from '../src/app/indexer/reconciler.js';
+import { FOLLOWER_FRESH_MS, reconcileRound, reconciliationLag } from '../src/app/indexer/reconciler.js';
 import { createBlockFollower } from '../src/app/indexer/block-follower.js';
 import { balanceCheckDue, checkBalances, firstBalanceCheckAt } from '../src/app/indexer/balance-check.js';
 import type { RunningRole } from './role.js';
@@ -26,6 +26,9 @@ export function startIndexerRole(app: App): RunningRole {
       const round = await reconcileRound(app, {
         missingAfterMs: app.config.RECONCILE_MISSING_AFTER_MS,
         limit: ROUND_ROWS,
+        // The block follower below reads every block: a payment waits for it rather than being
+        // fetched with a getTransaction of its own (unless the follower stopped moving).
+        followerFreshMs: FOLLOWER_FRESH_MS,
       });
       const exceptions = Object.entries(round.byStatus).filter(([status]) => status !== 'matched');
       if (exceptions.length > 0 && exceptions.some(([status]) => status !== 'pending')) {

@@ -28,6 +28,13 @@ export interface ReconcileClaim {
   finalizedRecheckMs: number;
   /** Without `since`: a row still `signed` or `sent` is taken only once it is this old. */
   settlingGraceMs: number;
+  /**
+   * Without `since`: while the block follower's cursor moved within this many ms, a row never
+   * checked whose slot the follower has not read yet waits for it (its block will be read anyway,
+   * so the round judges it from followed_transactions instead of a getTransaction of its own). A
+   * cursor older than this (no follower running, or one stuck) leaves every row to be fetched.
+   */
+  followerFreshMs?: number;
 }
 
 /**
@@ -58,7 +65,15 @@ export async function withReconcileRound<T>(
              ${claim.after ? sql`AND (c.created_at, c.id) > (${claim.after.createdAt}::timestamptz, ${claim.after.id}::uuid)` : sql``}`
            : sql`c.reconciled_commitment IS DISTINCT FROM 'finalized'
              AND (c.reconciled_commitment IS NULL OR c.reconciled_at < ${finalizedBefore})
-             AND (c.status NOT IN ('signed', 'sent') OR c.created_at < ${settlingBefore})`
+             AND (c.status NOT IN ('signed', 'sent') OR c.created_at < ${settlingBefore})
+             ${
+               claim.followerFreshMs === undefined
+                 ? sql``
+                 : sql`AND (c.reconciled_commitment IS NOT NULL OR c.slot IS NULL
+                      OR NOT EXISTS (SELECT 1 FROM block_follower_cursor f
+                                      WHERE f.updated_at > now() - make_interval(secs => ${claim.followerFreshMs / 1000}))
+                      OR c.slot <= (SELECT f.slot FROM block_follower_cursor f))`
+             }`
        }
        -- Rows never checked first, then those checked longest ago: rows judged missing (checked
        -- every round, never finalized) must not hold back newer rows behind a full round.

@@ -56,6 +56,12 @@ export interface ReconcileOptions {
   /** Wait this long after the confirmed check before the finalized one. @defaultValue 15_000 */
   finalizedRecheckMs?: number;
   /**
+   * While the block follower's cursor moved within this many ms, a row not checked yet whose slot
+   * the follower has not read waits for it rather than being fetched (ReconcileClaim). The indexer
+   * role passes FOLLOWER_FRESH_MS; undefined fetches every row as it comes (the CLI, tests).
+   */
+  followerFreshMs?: number;
+  /**
    * A row the payments worker is still settling (`signed`, `sent`) is checked only once it is this
    * old: before, its transaction is usually not confirmed yet (a wasted fetch and a `pending`
    * verdict), and the round's row lock would make the worker's own update wait for the round.
@@ -84,31 +90,42 @@ export interface ReconcileCursor {
  * The transactions among `signatures` the block follower saw in a confirmed block
  * (followed_transactions), as the reconciler would have fetched them at `commitment`: at confirmed
  * as seen; at finalized only those whose block is the finalized one at its slot (one getBlock per
- * slot, however many payments it holds, against a getTransaction per payment). The others are left
- * to getTransaction: a payment the follower has not reached, or whose block it cannot vouch for.
+ * slot, however many payments it holds, against a getTransaction per payment). `notYet`: those seen
+ * in a block past the finalized slot, which cannot be finalized yet (a getTransaction at finalized
+ * would find nothing): looked at again on their next recheck. The others are left to
+ * getTransaction: a payment the follower has not reached, or whose block it cannot vouch for.
  */
 async function seenInBlocks(
   deps: ReconcilerDeps,
   db: Parameters<typeof followedTransactions>[0],
   signatures: readonly string[],
   commitment: 'confirmed' | 'finalized',
-): Promise<Map<string, FetchedTransaction>> {
+): Promise<{ found: Map<string, FetchedTransaction>; notYet: Set<string> }> {
   const seen = await followedTransactions(db, signatures);
   if (commitment === 'confirmed' || seen.size === 0) {
-    return new Map([...seen].map(([signature, { tx }]) => [signature, tx]));
+    return { found: new Map([...seen].map(([signature, { tx }]) => [signature, tx])), notYet: new Set() };
   }
   const finalizedSlot = await deps.rpc.call<number>('getSlot', [{ commitment: 'finalized' }]);
   const due = [...seen.values()].filter(({ tx }) => tx.slot <= finalizedSlot);
+  const notYet = new Set(
+    [...seen.values()].filter(({ tx }) => tx.slot > finalizedSlot).map(({ tx }) => tx.signature),
+  );
   const hashes = await finalizedBlockhashes(deps.rpc, [...new Set(due.map(({ tx }) => tx.slot))]);
-  return new Map(
+  const found = new Map(
     due.filter(({ tx, blockhash }) => hashes.get(tx.slot) === blockhash).map(({ tx }) => [tx.signature, tx]),
   );
+  return { found, notYet };
 }
 
 /** A transaction is finalized ~32 slots (~13 s) after it lands; re-checking before is wasted RPC. */
 const FINALIZED_RECHECK_MS = 15_000;
 /** The worker confirms a payment within a second of sending it; past this, the indexer looks itself. */
 const SETTLING_GRACE_MS = 5_000;
+/**
+ * The block follower moves its cursor every round (a second) while the chain makes blocks: a cursor
+ * this old means no follower is following, and the reconciler fetches what it would have waited for.
+ */
+export const FOLLOWER_FRESH_MS = 10_000;
 
 /**
  * The verdicts finance is told of (`reconciliation.exception`): every exception but `pending`,
@@ -139,6 +156,7 @@ export async function reconcileRound(
     after: options.after,
     finalizedRecheckMs: options.finalizedRecheckMs ?? FINALIZED_RECHECK_MS,
     settlingGraceMs: options.settlingGraceMs ?? SETTLING_GRACE_MS,
+    followerFreshMs: options.followerFreshMs,
   };
   return withReconcileRound(deps.db, claim, async (rows, trx) => {
     if (rows.length === 0) return { checked: 0, byStatus: {} };
@@ -151,9 +169,9 @@ export async function reconcileRound(
       const signatures = rows.filter((row) => wanted(row) === commitment).map((row) => row.signature);
       try {
         // What the block follower saw first (no getTransaction each), the rest fetched.
-        const seen = await seenInBlocks(deps, trx, signatures, commitment);
-        for (const [signature, tx] of seen) fetched.set(signature, tx);
-        const unseen = signatures.filter((signature) => !seen.has(signature));
+        const { found, notYet } = await seenInBlocks(deps, trx, signatures, commitment);
+        for (const [signature, tx] of found) fetched.set(signature, tx);
+        const unseen = signatures.filter((signature) => !found.has(signature) && !notYet.has(signature));
         for (const [signature, tx] of await fetchTransactions(deps.rpc, unseen, commitment)) {
           fetched.set(signature, tx);
         }

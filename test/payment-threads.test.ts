@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createRedis } from '../src/adapters/redis/index.js';
-import { PAYMENT_SIGNALS_TOPIC, paymentIdsOf } from '../src/adapters/redis/payments-queue.js';
+import { COMPLETED_KEPT, PAYMENT_SIGNALS_TOPIC, paymentIdsOf } from '../src/adapters/redis/payments-queue.js';
 import { commitPost } from '../src/app/write-path/create-post.js';
 import { settledMoney } from './support/balances.js';
 import { openServiceHarness, type ServiceHarness } from './support/service-harness.js';
@@ -71,6 +71,14 @@ describe.each([
     const jobs = await completed();
     expect(jobs.flatMap((job) => paymentIdsOf(job.data)).sort()).toEqual([...rowIds].sort());
     for (const job of jobs) expect(job.processedBy).toMatch(worker);
+    // A job carries its rows' signed bytes: completed ones are kept a day, but never more than
+    // COMPLETED_KEPT of them (Redis memory stays bounded at any rate).
+    for (const job of jobs) {
+      expect(
+        job.data.signed?.[job.data.chainTransactionId ?? job.data.chainTransactionIds![0]!],
+      ).toBeDefined();
+      expect(job.opts.removeOnComplete).toEqual({ age: 24 * 3600, count: COMPLETED_KEPT });
+    }
   });
 
   test("a worker of the request's own process tells it without Redis; a sweeper's job through Redis", async () => {

@@ -126,6 +126,9 @@ export type PaymentSignalPublisher = (
   origin?: string,
 ) => Promise<void>;
 
+/** Completed payments jobs kept at most (with their data), whatever their age. */
+export const COMPLETED_KEPT = 10_000;
+
 /** How long close() lets BullMQ finish its work with Redis before it drops the connections. */
 const CLOSE_GRACE_MS = 3_000;
 
@@ -268,7 +271,10 @@ export function createPaymentsQueue(
       // try re-sends the same bytes or re-signs. The pause is capped (paymentRetryDelayMs).
       attempts: PAYMENT_ATTEMPTS,
       backoff: { type: PAYMENT_BACKOFF },
-      removeOnComplete: { age: 24 * 3600 },
+      // A day of completed jobs to look at, but never more than the newest COMPLETED_KEPT: a job
+      // carries its rows' signed bytes (~0.7 KB each), and a day of them at 50 paid posts/s would
+      // hold gigabytes of Redis memory.
+      removeOnComplete: { age: 24 * 3600, count: COMPLETED_KEPT },
       // Kept a day to look at; the sweeper replaces one whose row is still unfinished.
       removeOnFail: { age: 24 * 3600 },
     });
